@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything qmlx needs to build and test on a fresh Debian 12 machine. Idempotent:
+# packages already present are not reinstalled, npm packages come from the lock file.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEBIAN_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libxxhash-dev libcli11-dev
+  python3 python3-numpy python3-jinja2
+  nodejs npm curl prometheus
+)
+
+missing=()
+for p in "${DEBIAN_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Test-only JavaScript tools: tokenizer oracles and the official API clients.
+if [[ ! -d tests/node/node_modules ]] || [[ tests/node/package-lock.json -nt tests/node/node_modules ]]; then
+  echo "setup: installing npm test tools"
+  (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
+  touch tests/node/node_modules
+fi

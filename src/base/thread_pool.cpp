@@ -1,0 +1,89 @@
+#include "base/thread_pool.h"
+
+#include <algorithm>
+#include <memory>
+
+namespace qmlx {
+namespace {
+thread_local bool t_inside_pool = false;
+int g_requested_threads = 0;
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) {
+  threads = std::max(1, threads);
+  for (int i = 0; i + 1 < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::worker_loop(int index) {
+  t_inside_pool = true;
+  size_t seen = 0;
+  for (;;) {
+    std::pair<size_t, size_t> range;
+    const std::function<void(size_t, size_t)>* job;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      job = job_;
+      range = static_cast<size_t>(index + 1) < ranges_.size() ? ranges_[index + 1]
+                                                              : std::make_pair<size_t, size_t>(0, 0);
+    }
+    if (range.first < range.second) (*job)(range.first, range.second);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn,
+                              size_t min_grain) {
+  if (n == 0) return;
+  min_grain = std::max<size_t>(1, min_grain);
+  size_t parts = std::min<size_t>(static_cast<size_t>(size()), (n + min_grain - 1) / min_grain);
+  if (parts <= 1 || workers_.empty() || t_inside_pool) {
+    fn(0, n);
+    return;
+  }
+  std::lock_guard<std::mutex> run_lock(run_mutex_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ranges_.clear();
+    for (size_t p = 0; p < parts; ++p) ranges_.emplace_back(n * p / parts, n * (p + 1) / parts);
+    job_ = &fn;
+    pending_ = static_cast<int>(workers_.size());
+    ++generation_;
+  }
+  wake_.notify_all();
+  t_inside_pool = true;
+  fn(ranges_[0].first, ranges_[0].second);
+  t_inside_pool = false;
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [&] { return pending_ == 0; });
+  job_ = nullptr;
+}
+
+void set_default_threads(int threads) { g_requested_threads = threads; }
+
+int default_threads() {
+  if (g_requested_threads > 0) return g_requested_threads;
+  unsigned hc = std::thread::hardware_concurrency();
+  return hc == 0 ? 1 : static_cast<int>(hc);
+}
+
+ThreadPool& default_pool() {
+  static ThreadPool pool(default_threads());
+  return pool;
+}
+
+}  // namespace qmlx

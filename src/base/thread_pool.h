@@ -1,0 +1,50 @@
+// ThreadPool: a fixed set of workers for data-parallel loops. parallel_for splits [0, n) into
+// contiguous ranges, runs one on the calling thread, and returns when all are done. There is
+// one pool per process (default_pool()), sized to the cores, so nested parallel code never
+// oversubscribes: a parallel_for called from inside a worker runs serially.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace qmlx {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // fn(begin, end) is called on disjoint ranges covering [0, n); at most size() ranges,
+  // each at least min_grain long (except when n < min_grain).
+  void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn,
+                    size_t min_grain = 1);
+
+ private:
+  void worker_loop(int index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(size_t, size_t)>* job_ = nullptr;
+  std::vector<std::pair<size_t, size_t>> ranges_;
+  size_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  std::mutex run_mutex_;  // one parallel_for at a time
+};
+
+// The process-wide pool. set_default_threads must be called before first use to change it.
+ThreadPool& default_pool();
+void set_default_threads(int threads);
+int default_threads();
+
+}  // namespace qmlx

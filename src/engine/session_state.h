@@ -1,0 +1,71 @@
+// SessionState: the seam between the engine and the cache. A Session at position n is fully
+// described by (a) the K/V rows of every full-attention layer for positions [0, n), (b) the
+// conv and SSM state of every linear-attention (Gated DeltaNet) layer, and (c) the logits of
+// position n-1. The cache sees only these plain buffers and their layout; it knows no model
+// math. Everything here is plain data so it can be hashed, checksummed and written as is.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qmlx {
+
+enum class DType : uint8_t { kF32 = 0, kF16 = 1, kBF16 = 2 };
+
+size_t dtype_size(DType t);
+const char* dtype_name(DType t);
+
+// The shapes of a Session's state; identical for every Session of one loaded model.
+struct StateLayout {
+  int num_layers = 0;
+  std::vector<int> attention_layers;  // model layer index of each full-attention layer
+  std::vector<int> recurrent_layers;  // model layer index of each Gated DeltaNet layer
+
+  // Per attention layer and position: one K row and one V row of kv_heads * head_dim values.
+  int kv_heads = 0;
+  int head_dim = 0;
+  DType kv_dtype = DType::kF32;
+
+  // Per recurrent layer: conv state [conv_rows = K-1][conv_channels] (pre-convolution rows,
+  // oldest first) and SSM state [ssm_heads][ssm_value_dim][ssm_key_dim], both float32.
+  int conv_rows = 0;
+  int conv_channels = 0;
+  int ssm_heads = 0;
+  int ssm_key_dim = 0;
+  int ssm_value_dim = 0;
+
+  int vocab_size = 0;  // length of the logits vector
+
+  size_t kv_row_bytes() const { return size_t(kv_heads) * head_dim * dtype_size(kv_dtype); }
+  size_t conv_state_bytes() const { return size_t(conv_rows) * conv_channels * sizeof(float); }
+  size_t ssm_state_bytes() const {
+    return size_t(ssm_heads) * ssm_key_dim * ssm_value_dim * sizeof(float);
+  }
+  // K+V bytes added per token over all attention layers.
+  size_t kv_bytes_per_token() const { return 2 * attention_layers.size() * kv_row_bytes(); }
+  // Bytes of all recurrent state (independent of position).
+  size_t recurrent_bytes() const {
+    return recurrent_layers.size() * (conv_state_bytes() + ssm_state_bytes());
+  }
+  bool has_recurrent_state() const { return !recurrent_layers.empty(); }
+  // A canonical one-line description; part of the cache fingerprint.
+  std::string describe() const;
+};
+
+// A full snapshot of a Session at `position`, as plain buffers.
+struct SessionState {
+  int64_t position = 0;
+  // keys[a] / values[a]: rows [0, position) of attention layer a (a indexes
+  // StateLayout::attention_layers), position-major, position * kv_row_bytes() bytes each.
+  std::vector<std::vector<uint8_t>> keys;
+  std::vector<std::vector<uint8_t>> values;
+  // conv_states[r] / ssm_states[r]: recurrent layer r (indexes StateLayout::recurrent_layers).
+  std::vector<std::vector<float>> conv_states;
+  std::vector<std::vector<float>> ssm_states;
+  // Logits at position-1 (empty when position == 0).
+  std::vector<float> logits;
+};
+
+}  // namespace qmlx
