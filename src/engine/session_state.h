@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,38 @@ struct SessionState {
   std::vector<std::vector<float>> ssm_states;
   // Logits at position-1 (empty when position == 0).
   std::vector<float> logits;
+};
+
+// Read access to a live Session's state, so the cache copies out only what it lacks (new
+// K/V chunks, the recurrent state, the logits) instead of a full export per checkpoint.
+class StateSource {
+ public:
+  virtual ~StateSource() = default;
+  virtual const StateLayout& layout() const = 0;
+  virtual int64_t position() const = 0;
+  // Copies K and V rows [begin, end) of attention layer a (an index into
+  // layout().attention_layers) into k_out / v_out, (end - begin) * kv_row_bytes() bytes each.
+  virtual void read_kv_rows(int a, int64_t begin, int64_t end, uint8_t* k_out,
+                            uint8_t* v_out) const = 0;
+  // Copies recurrent layer r's conv state (conv_state_bytes()) and SSM state (ssm_state_bytes()).
+  virtual void read_recurrent(int r, float* conv_out, float* ssm_out) const = 0;
+  // Logits at position()-1; empty at position 0.
+  virtual std::span<const float> logits() const = 0;
+};
+
+// Write access to install a restored state into a Session. Usage: reset(n), then every
+// write_kv_rows for rows [0, n) and every write_recurrent, then set_logits; the Session is
+// then exactly as if it had prefilled those n tokens.
+class StateSink {
+ public:
+  virtual ~StateSink() = default;
+  virtual const StateLayout& layout() const = 0;
+  // Drops the current state and makes room for `position` rows per attention layer.
+  virtual void reset(int64_t position) = 0;
+  virtual void write_kv_rows(int a, int64_t begin, int64_t end, const uint8_t* k,
+                             const uint8_t* v) = 0;
+  virtual void write_recurrent(int r, const float* conv, const float* ssm) = 0;
+  virtual void set_logits(std::span<const float> logits) = 0;
 };
 
 }  // namespace qmlx
