@@ -25,7 +25,10 @@ class Tokenizer {
   // Builds from an already-parsed tokenizer.json document (also used for GGUF vocabularies).
   static std::unique_ptr<Tokenizer> from_json(const nlohmann::json& tokenizer_json);
 
-  // parse_special: recognise added/special tokens written literally in `text`.
+  // parse_special: recognise special tokens (added tokens flagged "special", such as
+  // <|im_start|>) written literally in `text`. When false they are tokenized as plain text;
+  // non-special added tokens (Qwen3's <think>, <tool_call>) still match, as in Hugging Face's
+  // split_special_tokens mode. Invalid UTF-8 in `text` is replaced by U+FFFD first.
   virtual std::vector<int32_t> encode(std::string_view text, bool parse_special = true) const = 0;
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special = false) const = 0;
 
@@ -37,6 +40,9 @@ class Tokenizer {
   virtual bool is_special(int32_t id) const = 0;
   // One past the largest id the tokenizer can produce.
   virtual int32_t vocab_size() const = 0;
+  // True when decode(ids) equals the UTF-8 repair of the concatenated token_bytes (so text can
+  // be streamed token by token); false for position-dependent decoders such as Metaspace.
+  virtual bool decodes_per_token() const { return true; }
 };
 
 // Turns a growing id sequence into text, emitting only complete UTF-8; the concatenation of
