@@ -1,0 +1,129 @@
+// Measures prefill and decode throughput of one model folder, and the machine's read bandwidth,
+// so decode speed can be judged against its roofline: bandwidth / weight bytes read per token.
+//   qmlx_engine_bench MODEL_DIR [prompt_tokens=512] [decode_tokens=32] [threads=0]
+#include <time.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/process.h"
+#include "base/thread_pool.h"
+#include "engine/session.h"
+#include "kernels/vec.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// CPU seconds of all threads: on a shared machine, tokens per CPU-second says more about the
+// code than wall time does.
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Best of several parallel passes summing a buffer much larger than the last-level cache.
+double read_bandwidth_gb_per_s() {
+  const size_t n = size_t(512) << 20 >> 2;  // 512 MiB of floats
+  std::vector<float> buf(n, 1.f);
+  double best = 0;
+  for (int rep = 0; rep < 4; ++rep) {
+    std::vector<float> partial(qmlx::default_pool().size(), 0.f);
+    auto start = Clock::now();
+    qmlx::default_pool().parallel_for(n, [&](size_t b, size_t e) {
+      partial[b * partial.size() / n] = qmlx::vec::sum(buf.data() + b, e - b);
+    });
+    double s = seconds_since(start);
+    if (partial[0] < 0) std::printf("impossible\n");
+    best = std::max(best, double(n * sizeof(float)) / s / 1e9);
+  }
+  return best;
+}
+
+// Bytes of weights one decode step reads: every matrix except the unused embedding rows and,
+// for MoE, the experts that are not selected.
+double weight_bytes_per_token(const qmlx::Model& model) {
+  const auto& w = model.weights();
+  const auto& c = model.config();
+  double bytes = double(w.matrix_bytes());
+  if (w.head.data != w.embed.data) bytes -= double(w.embed.bytes());
+  for (const auto& layer : w.layers) {
+    if (!layer.moe) continue;
+    double experts = 0;
+    for (const auto& e : layer.moe_ffn.experts)
+      experts += double(e.gate.bytes() + e.up.bytes() + e.down.bytes());
+    bytes -= experts * (1.0 - double(c.experts_per_token) / c.num_experts);
+  }
+  return bytes;
+}
+
+double load_average() {
+  double avg[1] = {0};
+  return getloadavg(avg, 1) == 1 ? avg[0] : -1.0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s MODEL_DIR [prompt_tokens] [decode_tokens] [threads]\n",
+                 argv[0]);
+    return 2;
+  }
+  const std::string dir = argv[1];
+  const int prompt_tokens = argc > 2 ? std::atoi(argv[2]) : 512;
+  const int decode_tokens = argc > 3 ? std::atoi(argv[3]) : 32;
+  if (argc > 4 && std::atoi(argv[4]) > 0) qmlx::set_default_threads(std::atoi(argv[4]));
+
+  const double bandwidth = read_bandwidth_gb_per_s();
+  auto load_start = Clock::now();
+  auto model = qmlx::Model::load(dir);
+  const double load_s = seconds_since(load_start);
+  const double per_token = weight_bytes_per_token(*model);
+
+  std::mt19937 rng(1);
+  std::vector<int32_t> prompt(prompt_tokens);
+  for (auto& t : prompt) t = int32_t(rng() % 1000);
+
+  qmlx::Session session(model);
+  double cpu = process_cpu_seconds();
+  auto prefill_start = Clock::now();
+  session.prefill(prompt);
+  const double prefill_s = seconds_since(prefill_start);
+  const double prefill_cpu = process_cpu_seconds() - cpu;
+
+  cpu = process_cpu_seconds();
+  auto decode_start = Clock::now();
+  for (int i = 0; i < decode_tokens; ++i) session.decode(int32_t(rng() % 1000));
+  const double decode_s = seconds_since(decode_start);
+  const double decode_cpu = process_cpu_seconds() - cpu;
+
+  nlohmann::json out = {
+      {"model", dir},
+      {"threads", qmlx::default_pool().size()},
+      {"load_s", load_s},
+      {"weight_bytes_per_token", per_token},
+      {"read_bandwidth_gb_per_s", bandwidth},
+      {"prefill_tokens", prompt_tokens},
+      {"prefill_tokens_per_second", prompt_tokens / prefill_s},
+      {"decode_tokens", decode_tokens},
+      {"decode_tokens_per_second", decode_tokens / decode_s},
+      {"decode_roofline_tokens_per_second", bandwidth * 1e9 / per_token},
+      {"decode_fraction_of_roofline", (decode_tokens / decode_s) / (bandwidth * 1e9 / per_token)},
+      {"prefill_tokens_per_cpu_second", prompt_tokens / prefill_cpu},
+      {"decode_tokens_per_cpu_second", decode_tokens / decode_cpu},
+      {"load_average_1min", load_average()},
+      {"peak_rss_bytes", qmlx::peak_rss_bytes()}};
+  std::printf("%s\n", out.dump(2).c_str());
+  return 0;
+}

@@ -1,0 +1,71 @@
+#include "cache/explain.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+namespace qmlx {
+namespace {
+
+// Whether the two sequences agree again shortly after the split, as they do when a few tokens
+// were replaced (an id, a timestamp): some a, b <= kMaxEdit with cached[split + a + i] ==
+// prompt[split + b + i] for kResyncWindow tokens.
+constexpr int64_t kMaxEdit = 16;
+constexpr int64_t kResyncWindow = 32;
+
+bool resyncs(std::span<const int32_t> prompt, std::span<const int32_t> cached, int64_t split) {
+  for (int64_t a = 0; a <= kMaxEdit; ++a) {
+    for (int64_t b = 0; b <= kMaxEdit; ++b) {
+      if (a == 0 && b == 0) continue;
+      const int64_t c0 = split + a, p0 = split + b;
+      if (c0 + kResyncWindow > int64_t(cached.size()) ||
+          p0 + kResyncWindow > int64_t(prompt.size())) {
+        continue;
+      }
+      if (std::equal(cached.begin() + c0, cached.begin() + c0 + kResyncWindow,
+                     prompt.begin() + p0)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<Divergence> find_divergence(std::span<const int32_t> prompt,
+                                          std::span<const int32_t> cached, int64_t restored,
+                                          int64_t min_shared, int context) {
+  const auto [p, c] = std::mismatch(prompt.begin(), prompt.end(), cached.begin(), cached.end());
+  const int64_t split = p - prompt.begin();
+  if (split <= restored) return std::nullopt;
+  if (split - restored < min_shared && !resyncs(prompt, cached, split)) return std::nullopt;
+  Divergence d;
+  d.position = split;
+  d.restored = restored;
+  d.snapshot_tokens = int64_t(cached.size());
+  const int64_t from = std::max<int64_t>(0, split - context);
+  d.before.assign(prompt.begin() + from, prompt.begin() + split);
+  auto after = [&](std::span<const int32_t> tokens) {
+    const int64_t end = std::min<int64_t>(int64_t(tokens.size()), split + context);
+    return std::vector<int32_t>(tokens.begin() + std::min<int64_t>(split, end),
+                                tokens.begin() + end);
+  };
+  d.cached_after = after(cached);
+  d.incoming_after = after(prompt);
+  return d;
+}
+
+std::string format_divergence(const Divergence& d, const TokenDecoder& decode) {
+  auto quoted = [&](const std::vector<int32_t>& tokens) {
+    return nlohmann::json(decode(tokens))
+        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  return "divergence pos=" + std::to_string(d.position) +
+         " restored=" + std::to_string(d.restored) + " snapshot=" + d.snapshot_id.hex() +
+         " kind=" + std::string(snapshot_kind_name(d.snapshot_kind)) +
+         " before=" + quoted(d.before) + " cached=" + quoted(d.cached_after) +
+         " incoming=" + quoted(d.incoming_after);
+}
+
+}  // namespace qmlx

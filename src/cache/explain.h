@@ -1,0 +1,45 @@
+// Explain: the divergence record that says why a prompt restored less than it shares with
+// the cache: the token position where the prompt and the nearest cached prefix split, which
+// snapshot that prefix belongs to, and the tokens on both sides of the split. One look at the
+// decoded text finds a timestamp or a request id in a system prompt. The cache returns token
+// ids; the server decodes them with its tokenizer (format_divergence takes the decoder).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cache/hash.h"
+#include "cache/snapshot_kind.h"
+
+namespace qmlx {
+
+struct Divergence {
+  int64_t position = 0;  // first token where the prompt and the cached prefix differ
+  int64_t restored = 0;  // what the lookup restored (0 on a miss)
+  Hash128 snapshot_id;
+  SnapshotKind snapshot_kind = SnapshotKind::kInterval;
+  int64_t snapshot_tokens = 0;
+  std::vector<int32_t> before;          // the shared tokens just before the split
+  std::vector<int32_t> cached_after;    // what the cache has after the split
+  std::vector<int32_t> incoming_after;  // what the prompt has after the split
+};
+
+// The split between `prompt` and a cached token sequence, when it is worth reporting: the two
+// share at least min_shared tokens more than were restored, or they agree again just after
+// the split (a few replaced tokens, such as an id or a timestamp, cost the whole rest).
+// `context` tokens are kept on each side.
+std::optional<Divergence> find_divergence(std::span<const int32_t> prompt,
+                                          std::span<const int32_t> cached, int64_t restored,
+                                          int64_t min_shared, int context = 40);
+
+using TokenDecoder = std::function<std::string(std::span<const int32_t>)>;
+
+// One log line: "divergence pos=<p> restored=<r> snapshot=<id> kind=<k> before=<..>
+// cached=<..> incoming=<..>", the texts JSON-quoted so control characters stay visible.
+std::string format_divergence(const Divergence& d, const TokenDecoder& decode);
+
+}  // namespace qmlx

@@ -1,0 +1,605 @@
+#include "cache/prefix_cache.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/error.h"
+#include "base/logging.h"
+#include "base/process.h"
+#include "base/thread_pool.h"
+
+namespace qmlx {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+int64_t system_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Divergence reports read at most this many token blobs.
+constexpr size_t kExplainCandidates = 4;
+
+}  // namespace
+
+nlohmann::json SnapshotListing::to_json() const {
+  return nlohmann::json{{"fingerprint", fingerprint.hex()},
+                        {"id", id.hex()},
+                        {"kind", snapshot_kind_name(kind)},
+                        {"tokens", tokens},
+                        {"bytes", bytes},
+                        {"chunks", chunk_count},
+                        {"created_ms", created_ms},
+                        {"last_used_ms", last_used_ms},
+                        {"pinned", pinned},
+                        {"has_logits", has_logits},
+                        {"on_disk", on_disk},
+                        {"in_memory", in_memory}};
+}
+
+PrefixCache::PrefixCache(const CacheConfig& config, const Hash128& fingerprint,
+                         const StateLayout& layout, Env* env)
+    : config_(config),
+      fingerprint_(fingerprint),
+      layout_(layout),
+      env_(env),
+      index_(fingerprint, config.chunk_tokens, layout.has_recurrent_state()),
+      available_memory_(available_memory_bytes),
+      now_ms_(system_now_ms) {
+  if (config_.memory_prefix_cache) {
+    memory_ = std::make_unique<MemoryTier>(config_.memory_cap_bytes());
+  }
+  if (config_.disk_kv_cache) open_store();
+  writer_ = std::make_unique<SnapshotWriter>(
+      size_t(config_.writer_queue_capacity), [this](PendingWrite& w) { commit(w); },
+      [this](const PendingWrite&) { metrics_.count_dropped("queue_full"); });
+}
+
+PrefixCache::~PrefixCache() { writer_.reset(); }
+
+std::string PrefixCache::store_dir() const { return disk_ ? disk_->dir() : ""; }
+
+void PrefixCache::open_store() {
+  disk_ = std::make_unique<DiskStore>(env_, join_path(config_.disk_cache_dir, fingerprint_.hex()),
+                                      config_.fsync);
+  StoreScan scan;
+  Status s = disk_->open(&scan);
+  if (!s.ok()) throw Error("cache: cannot open store " + disk_->dir() + ": " + s.ToString());
+  metrics_.count_leftovers(uint64_t(scan.leftovers_removed));
+  // Snapshots that cannot match this model (another chunk size or shape) are dead weight.
+  std::erase_if(scan.snapshots, [&](const StoredSnapshot& stored) {
+    if (stored.header.fingerprint == fingerprint_ &&
+        snapshot_matches_layout(stored.header, layout_, config_.chunk_tokens)) {
+      return false;
+    }
+    if (disk_->quarantine_snapshot(stored.header.id).ok()) {
+      scan.quarantined.push_back({DiskStore::snapshot_name(stored.header.id), stored.bytes});
+    }
+    return true;
+  });
+  index_.load(scan);
+  for (const BlobInfo& blob : scan.quarantined) quarantine_bytes_ += blob.bytes;
+  std::vector<std::string> names;
+  if (env_->list_dir(config_.disk_cache_dir, &names).ok()) {
+    for (const std::string& name : names) {
+      const std::string path = join_path(config_.disk_cache_dir, name);
+      if (name == fingerprint_.hex() || !store_fingerprint_of(name) || !env_->is_dir(path)) {
+        continue;
+      }
+      BlobInfo store{path, 0};
+      if (env_->tree_size(path, &store.bytes).ok()) foreign_stores_.push_back(store);
+    }
+  }
+  evict_if_needed(false);
+}
+
+std::vector<ResumePoint> PrefixCache::lookup(std::span<const int32_t> prompt) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return index_.resume_points(prompt);
+}
+
+RestoreEstimate PrefixCache::estimate(const ResumePoint& point) const {
+  return estimate_restore(layout_, config_.chunk_tokens, point.position, point.is_snapshot,
+                          default_pool().size());
+}
+
+RestoreOutcome PrefixCache::restore_point(const ResumePoint& point, std::span<const int32_t> prompt,
+                                          StateSink& sink) {
+  if (config_.restore_guard_enabled) {
+    GuardDecision guard =
+        check_restore_guard(estimate(point), available_memory_(), config_.guard_margin_bytes());
+    if (!guard.allowed) {
+      metrics_.count_reject(reject_reason_name(RejectReason::kGuard));
+      RestoreOutcome outcome;
+      outcome.reason = RejectReason::kGuard;
+      outcome.detail = "restore needs " + std::to_string(guard.needed) + " bytes, " +
+                       std::to_string(guard.available) + " available above the margin";
+      return outcome;
+    }
+  }
+  RestoreRequest request{point,
+                         prompt,
+                         fingerprint_,
+                         config_.chunk_tokens,
+                         config_.token_blob_checksum,
+                         default_pool().size()};
+  RestoreOutcome outcome = qmlx::restore_point(
+      request, [this](const std::string& name) { return fetch(name); }, sink);
+  if (!outcome.ok) {
+    metrics_.count_reject(reject_reason_name(outcome.reason));
+    log_warn("cache: rejected resume point at " + std::to_string(point.position) + " (" +
+             reject_reason_name(outcome.reason) + "): " + outcome.detail);
+    if (!outcome.bad_file.empty()) quarantine(outcome.bad_file);
+  }
+  return outcome;
+}
+
+RestoreResult PrefixCache::restore(std::span<const int32_t> prompt, StateSink& sink) {
+  RestoreResult result;
+  if (!config_.enabled()) {
+    result.miss_reason = "disabled";
+    metrics_.count_miss(result.miss_reason);
+    return result;
+  }
+  const auto start = Clock::now();
+  std::vector<ResumePoint> points = lookup(prompt);
+  result.lookup_seconds = seconds_since(start);
+  for (const ResumePoint& point : points) {
+    RestoreOutcome outcome = restore_point(point, prompt, sink);
+    result.read_seconds += outcome.read_seconds;
+    result.verify_seconds += outcome.verify_seconds;
+    result.install_seconds += outcome.install_seconds;
+    result.bytes_read += outcome.bytes_read;
+    if (!outcome.ok) {
+      result.rejected.push_back({point, outcome.reason, outcome.detail});
+      continue;
+    }
+    result.hit = true;
+    result.point = point;
+    result.cached_tokens = point.position;
+    result.tier = outcome.all_from_memory ? "ram" : "disk";
+    break;
+  }
+  if (result.hit) {
+    touch(result.point, result.point.position);
+    metrics_.count_hit(result.cached_tokens, result.tier);
+    metrics_.observe_restore(seconds_since(start), result.bytes_read);
+  } else {
+    sink.reset(0);
+    result.miss_reason = points.empty() ? "no_candidate" : "rejected";
+    metrics_.count_miss(result.miss_reason);
+  }
+  result.divergence = explain(prompt, result.cached_tokens);
+  if (result.divergence) metrics_.count_divergence();
+  return result;
+}
+
+void PrefixCache::touch(const ResumePoint& point, int64_t position) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t now = now_ms_();
+  if (point.is_snapshot) {
+    SnapshotEntry* entry = index_.snapshot(point.id);
+    if (entry == nullptr) return;
+    entry->last_used_ms = now;
+    for (const Hash128& h : entry->chunks) {
+      if (ChunkEntry* chunk = index_.chunk(h)) chunk->last_used_ms = now;
+    }
+  } else if (ChunkEntry* chunk = index_.chunk(point.id)) {
+    chunk->last_used_ms = now;
+  }
+}
+
+FetchedFile PrefixCache::fetch(const std::string& name) {
+  FetchedFile file;
+  if (memory_ && (file.bytes = memory_->get(name))) {
+    file.from_memory = true;
+    return file;
+  }
+  if (!disk_) {
+    file.status = Status::NotFound(name + ": not in the memory tier");
+    return file;
+  }
+  auto bytes = std::make_shared<std::vector<uint8_t>>();
+  file.status = disk_->blobs().get(name, bytes.get());
+  if (!file.status.ok()) return file;
+  file.bytes = bytes;
+  if (memory_) remember_in_memory(name, file.bytes);
+  return file;
+}
+
+void PrefixCache::remember_in_memory(const std::string& name, SharedBytes bytes) {
+  std::vector<std::string> evicted = memory_->put(name, std::move(bytes));
+  if (!disk_) forget_memory_only(evicted);
+}
+
+void PrefixCache::forget_memory_only(const std::vector<std::string>& names) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const std::string& name : names) {
+    bool is_chunk = false;
+    std::optional<Hash128> h = DiskStore::hash_of_name(name, &is_chunk);
+    if (!h) continue;
+    if (is_chunk) {
+      index_.remove_chunk(*h);
+    } else {
+      index_.remove_snapshot(*h);
+    }
+    metrics_.count_eviction("memory_lru");
+  }
+}
+
+void PrefixCache::quarantine(const std::string& name) {
+  if (memory_) memory_->remove(name);
+  bool is_chunk = false;
+  std::optional<Hash128> h = DiskStore::hash_of_name(name, &is_chunk);
+  uint64_t bytes = 0;
+  const bool moved =
+      disk_ && disk_->blobs().size(name, &bytes).ok() && disk_->blobs().quarantine(name).ok();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (h && is_chunk) index_.remove_chunk(*h);
+    if (h && !is_chunk) index_.remove_snapshot(*h);
+    if (moved) quarantine_bytes_ += bytes;
+  }
+  metrics_.count_quarantined();
+  log_warn("cache: quarantined " + name);
+}
+
+bool PrefixCache::worth_capturing(const Hash128& id, SnapshotKind kind) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const SnapshotEntry* entry = index_.snapshot(id);
+  return entry == nullptr || snapshot_kind_value(kind) > snapshot_kind_value(entry->header.kind);
+}
+
+bool PrefixCache::capture(const StateSource& source, std::span<const int32_t> tokens,
+                          SnapshotKind kind) {
+  const int64_t position = source.position();
+  if (!config_.enabled() || position <= 0 || int64_t(tokens.size()) < position) return false;
+  tokens = tokens.first(size_t(position));
+  if (!worth_capturing(prefix_hash(fingerprint_, tokens, config_.chunk_tokens), kind)) {
+    return false;
+  }
+  CaptureOptions options{fingerprint_, config_.chunk_tokens, kind, now_ms_()};
+  PendingWrite write = capture_state(source, tokens, options, [this](const Hash128& h) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (index_.has_chunk(h)) return false;
+    }
+    return !writer_->carries_chunk(h);
+  });
+  return writer_->submit(std::move(write));
+}
+
+void PrefixCache::flush() { writer_->flush(); }
+
+void PrefixCache::count_write_error(const Status& s) {
+  metrics_.count_dropped(s.code() == Status::Code::kNoSpace ? "no_space" : "io");
+  log_warn("cache: checkpoint write dropped: " + s.ToString());
+}
+
+bool PrefixCache::commit_chunks(PendingWrite& write) {
+  for (PendingChunk& chunk : write.chunks) {
+    const Hash128 h = chunk.header.chain_hash;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (index_.has_chunk(h)) continue;
+    }
+    auto bytes = std::make_shared<const std::vector<uint8_t>>(std::move(chunk.file));
+    if (disk_) {
+      Status s = disk_->put_chunk(h, *bytes);
+      if (!s.ok()) {
+        count_write_error(s);
+        return false;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      index_.add_chunk(h, ChunkEntry{bytes->size(), now_ms_(), disk_ != nullptr});
+    }
+    if (memory_) remember_in_memory(DiskStore::chunk_name(h), bytes);
+  }
+  return true;
+}
+
+void PrefixCache::commit(PendingWrite& write) {
+  const auto start = Clock::now();
+  const Hash128 id = write.header.id;
+  if (!worth_capturing(id, write.header.kind)) return;
+  seal_pending(write);
+  if (!commit_chunks(write)) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Hash128& h : write.chunk_list) {
+      if (!index_.has_chunk(h)) {
+        metrics_.count_dropped("missing_chunk");
+        return;
+      }
+    }
+  }
+  auto bytes = std::make_shared<const std::vector<uint8_t>>(std::move(write.file));
+  if (disk_) {
+    Status s = disk_->put_snapshot(id, *bytes);
+    if (!s.ok()) {
+      count_write_error(s);
+      return;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const SnapshotEntry* old = index_.snapshot(id);
+    const bool pinned = old != nullptr && old->pinned;
+    index_.add_snapshot(SnapshotEntry{write.header, write.chunk_list, bytes->size(),
+                                      write.header.created_ms, pinned, disk_ != nullptr});
+  }
+  if (memory_) remember_in_memory(DiskStore::snapshot_name(id), bytes);
+  metrics_.observe_write(std::string(snapshot_kind_name(write.header.kind)), seconds_since(start));
+  evict_if_needed(false);
+}
+
+uint64_t PrefixCache::disk_bytes_locked() const {
+  uint64_t total = index_.snapshot_bytes() + index_.chunk_bytes() + quarantine_bytes_;
+  for (const BlobInfo& store : foreign_stores_) total += store.bytes;
+  return total;
+}
+
+void PrefixCache::evict_if_needed(bool force_to_low_water) {
+  if (!disk_) return;
+  std::vector<EvictionStep> steps;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint64_t total = disk_bytes_locked();
+    const uint64_t cap = config_.disk_cap_bytes();
+    const uint64_t low = uint64_t(double(cap) * config_.low_water_fraction);
+    if ((!force_to_low_water && total <= cap) || total <= low) return;
+    EvictionInputs inputs{&index_, {}, foreign_stores_};
+    if (quarantine_bytes_ > 0) {
+      disk_->blobs().list(EnvBlobStore::kQuarantineFolder, &inputs.quarantined);
+    }
+    steps = plan_eviction(inputs, config_.eviction_policy, total - low);
+  }
+  apply_eviction(steps);
+}
+
+void PrefixCache::apply_eviction(const std::vector<EvictionStep>& steps) {
+  for (const EvictionStep& step : steps) {
+    Status s;
+    std::string name;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      switch (step.target) {
+        case EvictionStep::Target::kQuarantined:
+          quarantine_bytes_ -= std::min(quarantine_bytes_, step.bytes);
+          break;
+        case EvictionStep::Target::kForeignStore:
+          std::erase_if(foreign_stores_, [&](const BlobInfo& b) { return b.name == step.name; });
+          break;
+        case EvictionStep::Target::kChunk:
+          index_.remove_chunk(step.id);
+          name = DiskStore::chunk_name(step.id);
+          break;
+        case EvictionStep::Target::kSnapshot:
+          index_.remove_snapshot(step.id);
+          name = DiskStore::snapshot_name(step.id);
+          break;
+      }
+    }
+    if (memory_ && !name.empty()) memory_->remove(name);
+    switch (step.target) {
+      case EvictionStep::Target::kQuarantined:
+        s = disk_->blobs().remove(step.name);
+        break;
+      case EvictionStep::Target::kForeignStore:
+        s = env_->remove_tree(step.name);
+        break;
+      case EvictionStep::Target::kChunk:
+        s = disk_->remove_chunk(step.id);
+        break;
+      case EvictionStep::Target::kSnapshot:
+        s = disk_->remove_snapshot(step.id);
+        break;
+    }
+    if (!s.ok()) log_warn("cache: eviction failed: " + s.ToString());
+    metrics_.count_eviction(step.reason);
+  }
+}
+
+bool PrefixCache::read_tokens(const Hash128& id, std::vector<int32_t>* tokens) {
+  SnapshotHeader header;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const SnapshotEntry* entry = index_.snapshot(id);
+    if (entry == nullptr) return false;
+    header = entry->header;
+  }
+  const SectionRef& section = header.sections[kTokens];
+  SharedBytes file = memory_ ? memory_->get(DiskStore::snapshot_name(id)) : nullptr;
+  if (file && file->size() >= section.offset + section.size) {
+    tokens->resize(section.size / 4);
+    std::memcpy(tokens->data(), file->data() + section.offset, section.size);
+    return true;
+  }
+  return disk_ && disk_->read_snapshot_tokens(header, tokens).ok();
+}
+
+std::optional<Divergence> PrefixCache::explain(std::span<const int32_t> prompt, int64_t restored,
+                                               int64_t min_shared) {
+  const std::vector<Hash128> chain = chain_hashes(fingerprint_, prompt, config_.chunk_tokens);
+  // (leading chunks shared, last used, id): the snapshots that can share the most.
+  std::vector<std::tuple<size_t, int64_t, Hash128>> nearest;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [id, entry] : index_.snapshots()) {
+      size_t shared = 0;
+      while (shared < entry.chunks.size() && shared + 1 < chain.size() &&
+             entry.chunks[shared] == chain[shared + 1]) {
+        ++shared;
+      }
+      int64_t bound = shared == entry.chunks.size() ? entry.header.position
+                                                    : int64_t(shared + 1) * config_.chunk_tokens;
+      bound = std::min<int64_t>(bound, int64_t(prompt.size()));
+      // A split inside the restored prefix is impossible; past it, a replaced token may hide a
+      // long shared run (find_divergence decides), so any snapshot reaching past it qualifies.
+      if (bound > restored) nearest.emplace_back(shared, entry.last_used_ms, id);
+    }
+  }
+  std::sort(nearest.rbegin(), nearest.rend());
+  if (nearest.size() > kExplainCandidates) nearest.resize(kExplainCandidates);
+  std::optional<Divergence> best;
+  for (const auto& [shared, used, id] : nearest) {
+    std::vector<int32_t> tokens;
+    if (!read_tokens(id, &tokens)) continue;
+    auto d = find_divergence(prompt, tokens, restored, min_shared);
+    if (!d || (best && best->position >= d->position)) continue;
+    best = std::move(d);
+    best->snapshot_id = id;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (const SnapshotEntry* entry = index_.snapshot(id)) best->snapshot_kind = entry->header.kind;
+  }
+  return best;
+}
+
+SnapshotListing make_listing(const Hash128& fingerprint, const SnapshotEntry& e) {
+  SnapshotListing l;
+  l.fingerprint = fingerprint;
+  l.id = e.header.id;
+  l.kind = e.header.kind;
+  l.tokens = e.header.position;
+  l.bytes = e.bytes;
+  l.chunk_count = e.chunks.size();
+  l.created_ms = e.header.created_ms;
+  l.last_used_ms = e.last_used_ms;
+  l.pinned = e.pinned;
+  l.has_logits = e.header.has_logits;
+  l.on_disk = e.on_disk;
+  return l;
+}
+
+SnapshotListing PrefixCache::listing_of(const SnapshotEntry& e) const {
+  SnapshotListing l = make_listing(fingerprint_, e);
+  l.in_memory = memory_ && memory_->contains(DiskStore::snapshot_name(e.header.id));
+  return l;
+}
+
+std::vector<SnapshotListing> PrefixCache::list() const {
+  std::vector<SnapshotListing> out;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [id, entry] : index_.snapshots()) out.push_back(listing_of(entry));
+  }
+  std::sort(out.begin(), out.end(), [](const SnapshotListing& a, const SnapshotListing& b) {
+    return a.last_used_ms > b.last_used_ms;
+  });
+  return out;
+}
+
+std::optional<SnapshotListing> PrefixCache::inspect(const Hash128& id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const SnapshotEntry* entry = index_.snapshot(id);
+  if (entry == nullptr) return std::nullopt;
+  return listing_of(*entry);
+}
+
+VerifyReport PrefixCache::verify(const Hash128& id) {
+  if (!disk_) {
+    VerifyReport report;
+    report.id = id;
+    report.reason = RejectReason::kIo;
+    report.detail = "verify needs the disk tier";
+    return report;
+  }
+  VerifyReport report = verify_stored_snapshot(*disk_, id, fingerprint_);
+  if (!report.ok) {
+    metrics_.count_reject(reject_reason_name(report.reason));
+    if (!report.bad_file.empty()) quarantine(report.bad_file);
+  }
+  return report;
+}
+
+std::vector<VerifyReport> PrefixCache::verify_all() {
+  std::vector<VerifyReport> reports;
+  for (const SnapshotListing& listing : list()) reports.push_back(verify(listing.id));
+  return reports;
+}
+
+Status PrefixCache::pin(const Hash128& id, bool pinned) {
+  if (disk_) {
+    Status s = disk_->set_pinned(id, pinned);
+    if (!s.ok()) return s;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  SnapshotEntry* entry = index_.snapshot(id);
+  if (entry == nullptr) return Status::NotFound("snapshot " + id.hex());
+  entry->pinned = pinned;
+  return Status::Ok();
+}
+
+Status PrefixCache::remove(const Hash128& id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (index_.snapshot(id) == nullptr) return Status::NotFound("snapshot " + id.hex());
+    index_.remove_snapshot(id);
+  }
+  if (memory_) memory_->remove(DiskStore::snapshot_name(id));
+  return disk_ ? disk_->remove_snapshot(id) : Status::Ok();
+}
+
+Status PrefixCache::clear() {
+  writer_->flush();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    index_ = CacheIndex(fingerprint_, config_.chunk_tokens, layout_.has_recurrent_state());
+    quarantine_bytes_ = 0;
+  }
+  if (memory_) memory_->clear();
+  if (!disk_) return Status::Ok();
+  Status s = env_->remove_tree(disk_->dir());
+  StoreScan scan;
+  if (s.ok()) s = disk_->open(&scan);
+  return s;
+}
+
+void PrefixCache::gc() {
+  writer_->flush();
+  if (!disk_) return;
+  uint64_t freed = 0;
+  disk_->clear_quarantine(&freed);
+  std::vector<EvictionStep> orphans;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    quarantine_bytes_ = 0;
+    if (index_.hybrid()) {
+      for (const auto& [h, chunk] : index_.chunks()) {
+        if (index_.chunk_refs(h) == 0) {
+          orphans.push_back(
+              {EvictionStep::Target::kChunk, {}, h, chunk.bytes, "unreferenced_chunk"});
+        }
+      }
+    }
+  }
+  apply_eviction(orphans);
+  evict_if_needed(false);
+}
+
+CacheStats PrefixCache::stats() const {
+  CacheStats stats = metrics_.snapshot();
+  stats.checkpoint_queue_depth = writer_->depth();
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats.disk_cache_bytes = disk_ ? disk_bytes_locked() : 0;
+  stats.disk_cache_snapshots = index_.snapshots().size();
+  stats.disk_cache_chunks = index_.chunks().size();
+  stats.memory_cache_bytes = memory_ ? memory_->bytes() : 0;
+  return stats;
+}
+
+void PrefixCache::set_available_memory_source(std::function<uint64_t()> source) {
+  available_memory_ = std::move(source);
+}
+
+void PrefixCache::set_clock(std::function<int64_t()> now_ms) { now_ms_ = std::move(now_ms); }
+
+}  // namespace qmlx

@@ -1,0 +1,56 @@
+#include "cache/snapshot_kind.h"
+
+namespace qmlx {
+
+std::string_view snapshot_kind_name(SnapshotKind kind) {
+  switch (kind) {
+    case SnapshotKind::kMessageBoundary:
+      return "message_boundary";
+    case SnapshotKind::kUserStart:
+      return "user_start";
+    case SnapshotKind::kPromptEnd:
+      return "prompt_end";
+    case SnapshotKind::kGenerationEnd:
+      return "generation_end";
+    case SnapshotKind::kInterrupted:
+      return "interrupted";
+    case SnapshotKind::kPrefillProgress:
+      return "prefill_progress";
+    case SnapshotKind::kCanonicalHistory:
+      return "canonical_history";
+    case SnapshotKind::kInterval:
+      return "interval";
+  }
+  return "unknown";
+}
+
+std::optional<SnapshotKind> snapshot_kind_from_name(std::string_view name) {
+  for (SnapshotKind kind : kAllSnapshotKinds) {
+    if (snapshot_kind_name(kind) == name) return kind;
+  }
+  return std::nullopt;
+}
+
+int snapshot_kind_value(SnapshotKind kind) {
+  switch (kind) {
+    case SnapshotKind::kInterval:
+      return 0;
+    case SnapshotKind::kPrefillProgress:
+      return 1;
+    case SnapshotKind::kGenerationEnd:
+      return 2;
+    case SnapshotKind::kInterrupted:
+      return 3;
+    case SnapshotKind::kPromptEnd:
+      return 4;
+    case SnapshotKind::kUserStart:
+      return 5;
+    case SnapshotKind::kCanonicalHistory:
+      return 6;
+    case SnapshotKind::kMessageBoundary:
+      return 7;
+  }
+  return 0;
+}
+
+}  // namespace qmlx

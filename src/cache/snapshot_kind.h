@@ -1,0 +1,39 @@
+// SnapshotKind: why a resume point was taken (cache-design.md "Where snapshots are taken").
+// The kind decides what is worth keeping: eviction and a full writer queue give up the
+// least valuable kinds first, so a flood of `interval` snapshots never pushes out the
+// `message_boundary` snapshot that the next turn of a conversation will restore.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace qmlx {
+
+enum class SnapshotKind : uint8_t {
+  kMessageBoundary = 0,
+  kUserStart = 1,
+  kPromptEnd = 2,
+  kGenerationEnd = 3,
+  kInterrupted = 4,
+  kPrefillProgress = 5,
+  kCanonicalHistory = 6,
+  kInterval = 7,
+};
+
+inline constexpr std::array<SnapshotKind, 8> kAllSnapshotKinds = {
+    SnapshotKind::kMessageBoundary,  SnapshotKind::kUserStart,   SnapshotKind::kPromptEnd,
+    SnapshotKind::kGenerationEnd,    SnapshotKind::kInterrupted, SnapshotKind::kPrefillProgress,
+    SnapshotKind::kCanonicalHistory, SnapshotKind::kInterval};
+
+// "message_boundary", "user_start", ...
+std::string_view snapshot_kind_name(SnapshotKind kind);
+std::optional<SnapshotKind> snapshot_kind_from_name(std::string_view name);
+
+// How much a kind is worth keeping: 0 (dropped and evicted first) to 7 (last). Snapshots the
+// next turn is known to need rank highest; periodic progress points rank lowest, because a
+// later one of the same kind supersedes them.
+int snapshot_kind_value(SnapshotKind kind);
+
+}  // namespace qmlx

@@ -1,0 +1,196 @@
+// `qmlx generate`: loads a model, prefills a prompt (token ids or text), and generates tokens
+// greedily or by sampling. With --json it prints one object with the tokens, top log-probs,
+// text and timings; --logits-out writes, per generated token, the logits row it was drawn from
+// (raw little-endian float32), which is what the oracle tests compare with the reference.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/logging.h"
+#include "base/process.h"
+#include "base/thread_pool.h"
+#include "cli/command.h"
+#include "engine/sampler.h"
+#include "engine/session.h"
+#include "modelgen/demo_model.h"
+#include "text/tokenizer/tokenizer.h"
+
+namespace qmlx::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::vector<int32_t> parse_token_list(const std::string& list) {
+  std::vector<int32_t> ids;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      long v = std::stol(item, &used);
+      if (used != item.size()) throw std::invalid_argument(item);
+      ids.push_back(int32_t(v));
+    } catch (const std::exception&) {
+      throw Error("--tokens: '" + item + "' is not a token id");
+    }
+  }
+  return ids;
+}
+
+DType parse_kv_dtype(const std::string& s) {
+  if (s == "f32") return DType::kF32;
+  if (s == "f16") return DType::kF16;
+  if (s == "bf16") return DType::kBF16;
+  throw Error("--kv-dtype must be f32, f16 or bf16, not '" + s + "'");
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
+  if (!std::filesystem::exists(dir + "/tokenizer.json")) return nullptr;
+  return Tokenizer::from_file(dir);
+}
+
+double per_second(size_t n, double ms) { return ms > 0 ? 1000.0 * double(n) / ms : 0.0; }
+
+struct Options {
+  std::string model, tokens, prompt, logits_out, kv_dtype = "f32";
+  int max_tokens = 16, top_logprobs = 0, threads = 0;
+  bool json = false, stop_at_eos = false;
+  SamplingParams sampling;
+};
+
+int run_generate(int argc, char** argv) {
+  CLI::App app{"Generate tokens from a prompt", "generate"};
+  Options o;
+  app.add_option("--model", o.model, "model folder (default: the built-in demo model)");
+  auto* tokens = app.add_option("--tokens", o.tokens, "prompt as comma-separated token ids");
+  auto* prompt = app.add_option("--prompt", o.prompt, "prompt text (needs tokenizer.json)");
+  tokens->excludes(prompt);
+  app.add_option("--max-tokens", o.max_tokens, "tokens to generate")->check(CLI::NonNegativeNumber);
+  app.add_option("--temperature", o.sampling.temperature, "0 = greedy");
+  app.add_option("--top-k", o.sampling.top_k, "keep the k most likely tokens (0 = off)");
+  app.add_option("--top-p", o.sampling.top_p, "nucleus sampling mass (1 = off)");
+  app.add_option("--min-p", o.sampling.min_p, "drop tokens below min_p * p_max (0 = off)");
+  app.add_option("--seed", o.sampling.seed, "sampling seed");
+  app.add_option("--top-logprobs", o.top_logprobs, "report the K most likely tokens per step");
+  app.add_option("--threads", o.threads, "worker threads (default: all cores)");
+  app.add_option("--kv-dtype", o.kv_dtype, "K/V cache type: f32 (default, exact) | f16 | bf16");
+  app.add_option("--logits-out", o.logits_out, "write each step's logits (float32) to FILE");
+  app.add_flag("--stop-at-eos", o.stop_at_eos, "stop at <|im_end|> / <|endoftext|>");
+  app.add_flag("--json", o.json, "print one JSON object");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (o.tokens.empty() && o.prompt.empty()) throw Error("give --tokens or --prompt");
+  if (o.threads > 0) set_default_threads(o.threads);
+  if (o.model.empty()) o.model = ensure_demo_model();
+
+  auto load_start = Clock::now();
+  std::shared_ptr<const Model> model = Model::load(o.model);
+  const double load_ms = ms_since(load_start);
+  log_info("loaded " + o.model + ": " + std::to_string(model->weights().matrix_bytes() >> 20) +
+           " MiB of weights, resident " + std::to_string(current_rss_bytes() >> 20) + " MiB");
+
+  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(o.model);
+  std::vector<int32_t> prompt_ids;
+  if (!o.prompt.empty()) {
+    if (!tokenizer) throw Error(o.model + "/tokenizer.json: missing file (needed for --prompt)");
+    prompt_ids = tokenizer->encode(o.prompt);
+  } else {
+    prompt_ids = parse_token_list(o.tokens);
+  }
+  if (prompt_ids.empty()) throw Error("the prompt is empty");
+  const int32_t max_token_id = tokenizer ? tokenizer->vocab_size() - 1 : -1;
+  std::vector<int32_t> eos;
+  if (tokenizer)
+    for (const char* t : {"<|im_end|>", "<|endoftext|>"})
+      if (auto id = tokenizer->token_id(t)) eos.push_back(*id);
+
+  SessionOptions session_options;
+  session_options.kv_dtype = parse_kv_dtype(o.kv_dtype);
+  Session session(model, session_options);
+  std::unique_ptr<std::ofstream> logits_file;
+  if (!o.logits_out.empty()) {
+    logits_file = std::make_unique<std::ofstream>(o.logits_out, std::ios::binary);
+    if (!*logits_file) throw Error(o.logits_out + ": cannot open for writing");
+  }
+
+  auto prefill_start = Clock::now();
+  session.prefill(prompt_ids);
+  const double prefill_ms = ms_since(prefill_start);
+
+  Sampler sampler(o.sampling, max_token_id);
+  std::vector<int32_t> generated;
+  nlohmann::json top = nlohmann::json::array();
+  double decode_ms = 0;
+  size_t decoded = 0;
+  for (int i = 0; i < o.max_tokens; ++i) {
+    std::span<const float> logits = session.logits();
+    if (logits_file)
+      logits_file->write(reinterpret_cast<const char*>(logits.data()),
+                         std::streamsize(logits.size() * sizeof(float)));
+    if (o.top_logprobs > 0) {
+      nlohmann::json step = nlohmann::json::array();
+      for (const auto& t : top_logprobs(logits, o.top_logprobs, max_token_id))
+        step.push_back({t.id, t.logprob});
+      top.push_back(step);
+    }
+    int32_t token = sampler.sample(logits, generated);
+    generated.push_back(token);
+    if (o.stop_at_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) break;
+    if (i + 1 == o.max_tokens) break;
+    auto step_start = Clock::now();
+    session.decode(token);
+    decode_ms += ms_since(step_start);
+    ++decoded;
+  }
+  std::string text = tokenizer ? tokenizer->decode(generated) : "";
+
+  nlohmann::json timings = {
+      {"load_ms", load_ms},
+      {"prefill_ms", prefill_ms},
+      {"prefill_tokens_per_second", per_second(prompt_ids.size(), prefill_ms)},
+      {"decode_ms", decode_ms},
+      {"decode_tokens_per_second", per_second(decoded, decode_ms)},
+      {"peak_rss_bytes", peak_rss_bytes()}};
+  if (o.json) {
+    nlohmann::json out = {{"prompt_tokens", prompt_ids},
+                          {"tokens", generated},
+                          {"top_logprobs", top},
+                          {"text", text},
+                          {"timings", timings}};
+    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
+  if (tokenizer) {
+    std::printf("%s\n", text.c_str());
+  } else {
+    for (size_t i = 0; i < generated.size(); ++i) std::printf("%s%d", i ? "," : "", generated[i]);
+    std::printf("\n");
+  }
+  std::fprintf(stderr,
+               "prefill %zu tokens in %.1f ms (%.1f tok/s), decode %zu in %.1f ms (%.1f tok/s)\n",
+               prompt_ids.size(), prefill_ms, per_second(prompt_ids.size(), prefill_ms), decoded,
+               decode_ms, per_second(decoded, decode_ms));
+  return 0;
+}
+
+}  // namespace
+
+QMLX_COMMAND(generate, "generate", "generate tokens from a prompt with a local model",
+             run_generate);
+
+}  // namespace qmlx::cli

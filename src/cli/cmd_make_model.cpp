@@ -1,0 +1,139 @@
+// `qmlx make-model`: writes a random model (or, with --script, the scripted fixture model) in
+// the real Hugging Face or mlx-community layout, with a small byte-level tokenizer.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "base/error.h"
+#include "cli/command.h"
+#include "modelgen/model_writer.h"
+#include "modelgen/script_model.h"
+
+namespace qmlx::cli {
+namespace {
+
+using namespace qmlx::modelgen;
+
+struct ShapeFlags {
+  std::optional<int> hidden, layers, heads, kv_heads, head_dim, linear_key_heads,
+      linear_value_heads, linear_key_dim, linear_value_dim, intermediate, experts, experts_per_tok,
+      moe_intermediate, shared_intermediate, vocab, full_attention_interval;
+  std::optional<bool> tie;
+};
+
+void add_shape_flags(CLI::App& app, ShapeFlags& f) {
+  app.add_option("--hidden", f.hidden, "hidden size");
+  app.add_option("--layers", f.layers, "number of layers");
+  app.add_option("--heads", f.heads, "attention heads");
+  app.add_option("--kv-heads", f.kv_heads, "key/value heads");
+  app.add_option("--head-dim", f.head_dim, "attention head dim");
+  app.add_option("--linear-key-heads", f.linear_key_heads, "Gated DeltaNet key heads");
+  app.add_option("--linear-value-heads", f.linear_value_heads, "Gated DeltaNet value heads");
+  app.add_option("--linear-key-dim", f.linear_key_dim, "Gated DeltaNet key head dim");
+  app.add_option("--linear-value-dim", f.linear_value_dim, "Gated DeltaNet value head dim");
+  app.add_option("--intermediate", f.intermediate, "dense MLP intermediate size");
+  app.add_option("--experts", f.experts, "MoE experts");
+  app.add_option("--experts-per-tok", f.experts_per_tok, "MoE experts per token");
+  app.add_option("--moe-intermediate", f.moe_intermediate, "expert intermediate size");
+  app.add_option("--shared-intermediate", f.shared_intermediate, "shared expert intermediate");
+  app.add_option("--vocab", f.vocab, "vocabulary size (>= the tokenizer's)");
+  app.add_option("--full-attention-interval", f.full_attention_interval,
+                 "every N-th layer is full attention");
+  app.add_flag("--tie,!--no-tie", f.tie, "tie the LM head to the embeddings");
+}
+
+void apply_shape_flags(const ShapeFlags& f, ModelShape& s) {
+  const auto set = [](const std::optional<int>& flag, int& field) {
+    if (flag) field = *flag;
+  };
+  set(f.hidden, s.hidden);
+  set(f.layers, s.layers);
+  set(f.heads, s.heads);
+  set(f.kv_heads, s.kv_heads);
+  set(f.head_dim, s.head_dim);
+  set(f.linear_key_heads, s.linear_key_heads);
+  set(f.linear_value_heads, s.linear_value_heads);
+  set(f.linear_key_dim, s.linear_key_dim);
+  set(f.linear_value_dim, s.linear_value_dim);
+  set(f.intermediate, s.intermediate);
+  set(f.experts, s.experts);
+  set(f.experts_per_tok, s.experts_per_tok);
+  set(f.moe_intermediate, s.moe_intermediate);
+  set(f.shared_intermediate, s.shared_intermediate);
+  set(f.vocab, s.vocab);
+  set(f.full_attention_interval, s.full_attention_interval);
+  if (f.tie) s.tie = *f.tie;
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw Error("cannot read --script file " + path);
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+int run_make_model(int argc, char** argv) {
+  CLI::App app{"Write a random model (or a scripted fixture model) with a small tokenizer",
+               "make-model"};
+  std::string out, arch = "qwen3_5_moe", layout = "hf", dtype, preset, script, template_arch;
+  std::optional<int> bits, group_size;
+  uint64_t seed = 0;
+  int shards = 1;
+  ShapeFlags shape_flags;
+  app.add_option("--out", out, "output folder")->required();
+  app.add_option("--arch", arch, "qwen3_5_moe | qwen3_5 | qwen3_next | qwen3");
+  app.add_option("--layout", layout, "hf | mlx");
+  app.add_option("--dtype", dtype, "f32 | bf16 | f16 (default: f32 for hf, bf16 for mlx)");
+  app.add_option("--bits", bits, "MLX affine quantization bits: 2 3 4 5 6 8 (needs --layout mlx)");
+  app.add_option("--group-size", group_size, "MLX quantization group size: 32 64 128");
+  app.add_option("--seed", seed, "random seed (same seed, same bytes)");
+  app.add_option("--shards", shards, "number of safetensors files (with an index when > 1)");
+  app.add_option("--preset", preset, "a real model's shape: qwen3.5-0.8b");
+  app.add_option("--script", script,
+                 "write the scripted fixture model: any prompt continues with this file's text");
+  app.add_option("--template", template_arch,
+                 "--script only: chat template of this arch (default: --arch)");
+  add_shape_flags(app, shape_flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  if (!script.empty()) {
+    ScriptModelOptions options;
+    options.template_arch = parse_arch(template_arch.empty() ? arch : template_arch);
+    write_script_model(read_text_file(script), options, out);
+    std::printf("wrote scripted model to %s\n", out.c_str());
+    return 0;
+  }
+  ModelOptions options;
+  if (!preset.empty()) {
+    options = preset_options(preset);
+  } else {
+    options.arch = parse_arch(arch);
+    options.layout = parse_layout(layout);
+    options.shape = default_shape(options.arch);
+  }
+  if (!dtype.empty()) {
+    options.dtype = parse_float_dtype(dtype);
+  } else if (preset.empty()) {
+    options.dtype = options.layout == Layout::kMLX ? TensorDType::kBF16 : TensorDType::kF32;
+  }
+  if (bits || group_size)
+    options.quantization = QuantParams{bits.value_or(4), group_size.value_or(64)};
+  options.seed = seed;
+  options.shards = shards;
+  apply_shape_flags(shape_flags, options.shape);
+  write_random_model(options, out);
+  std::printf("wrote %s model to %s\n", arch_name(options.arch), out.c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace qmlx::cli
+
+QMLX_COMMAND(make_model, "make-model", "write a random or scripted test model",
+             qmlx::cli::run_make_model);

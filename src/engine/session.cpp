@@ -1,0 +1,174 @@
+#include "engine/session.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/error.h"
+
+namespace qmlx {
+namespace {
+
+ScalarType scalar_type_of(DType t) {
+  switch (t) {
+    case DType::kF16:
+      return ScalarType::kF16;
+    case DType::kBF16:
+      return ScalarType::kBF16;
+    case DType::kF32:
+      break;
+  }
+  return ScalarType::kF32;
+}
+
+}  // namespace
+
+StateLayout state_layout_of(const Model& model, DType kv_dtype) {
+  const ModelConfig& c = model.config();
+  StateLayout l;
+  l.num_layers = c.num_layers;
+  for (int i = 0; i < c.num_layers; ++i)
+    (c.is_full_attention(i) ? l.attention_layers : l.recurrent_layers).push_back(i);
+  l.kv_heads = c.num_kv_heads;
+  l.head_dim = c.head_dim;
+  l.kv_dtype = kv_dtype;
+  if (!l.recurrent_layers.empty()) {
+    l.conv_rows = c.conv_kernel - 1;
+    l.conv_channels = c.conv_channels();
+    l.ssm_heads = c.linear_value_heads;
+    l.ssm_key_dim = c.linear_key_dim;
+    l.ssm_value_dim = c.linear_value_dim;
+  }
+  l.vocab_size = c.vocab_size;
+  return l;
+}
+
+Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
+    : model_(std::move(model)),
+      options_(options),
+      layout_(state_layout_of(*model_, options.kv_dtype)),
+      state_(model_->new_state(scalar_type_of(options.kv_dtype))) {}
+
+bool Session::prefill(std::span<const int32_t> tokens, const PrefillProgress& progress,
+                      const std::atomic<bool>* cancel) {
+  if (tokens.empty()) return true;
+  const size_t chunk = size_t(std::max(1, options_.prefill_chunk));
+  ForwardOptions fo{options_.delta_rule};
+  for (size_t done = 0; done < tokens.size();) {
+    if (cancel && cancel->load()) return false;
+    logits_.resize(layout_.vocab_size);
+    size_t n = std::min(chunk, tokens.size() - done);
+    model_->forward(tokens.subspan(done, n), state_, logits_.data(), fo);
+    done += n;
+    if (progress) progress(int64_t(done), int64_t(tokens.size()));
+  }
+  return true;
+}
+
+void Session::decode(int32_t token) {
+  logits_.resize(layout_.vocab_size);
+  model_->forward(std::span<const int32_t>(&token, 1), state_, logits_.data(),
+                  ForwardOptions{options_.delta_rule});
+}
+
+void Session::truncate(int64_t m) {
+  if (layout_.has_recurrent_state())
+    throw Error(
+        "truncate: this model has recurrent (Gated DeltaNet) layers, whose state cannot "
+        "be rewound; restore a snapshot instead");
+  if (m < 0 || m > state_.position)
+    throw Error("truncate: position " + std::to_string(m) + " is outside [0, " +
+                std::to_string(state_.position) + "]");
+  if (m == state_.position) return;
+  state_.position = m;
+  logits_.clear();
+}
+
+void Session::check_kv_range(int a, int64_t begin, int64_t end) const {
+  if (a < 0 || a >= int(state_.kv.size()) || begin < 0 || begin > end || end > state_.position)
+    throw Error("K/V rows [" + std::to_string(begin) + ", " + std::to_string(end) +
+                ") of attention layer " + std::to_string(a) + " are out of range");
+}
+
+void Session::read_kv_rows(int a, int64_t begin, int64_t end, uint8_t* k_out,
+                           uint8_t* v_out) const {
+  check_kv_range(a, begin, end);
+  const size_t row = state_.kv_row_bytes, bytes = size_t(end - begin) * row;
+  std::memcpy(k_out, state_.kv[a].k.data() + size_t(begin) * row, bytes);
+  std::memcpy(v_out, state_.kv[a].v.data() + size_t(begin) * row, bytes);
+}
+
+void Session::read_recurrent(int r, float* conv_out, float* ssm_out) const {
+  const RecurrentState& s = state_.recurrent.at(r);
+  std::copy(s.conv.begin(), s.conv.end(), conv_out);
+  std::copy(s.ssm.begin(), s.ssm.end(), ssm_out);
+}
+
+void Session::reset(int64_t position) {
+  if (position < 0) throw Error("reset: negative position");
+  state_ = model_->new_state(state_.kv_type);
+  for (KvCache& kv : state_.kv) kv.ensure_rows(position, state_.kv_row_bytes);
+  state_.position = position;
+  logits_.clear();
+}
+
+void Session::write_kv_rows(int a, int64_t begin, int64_t end, const uint8_t* k, const uint8_t* v) {
+  check_kv_range(a, begin, end);
+  const size_t row = state_.kv_row_bytes, bytes = size_t(end - begin) * row;
+  std::memcpy(state_.kv[a].k.data() + size_t(begin) * row, k, bytes);
+  std::memcpy(state_.kv[a].v.data() + size_t(begin) * row, v, bytes);
+}
+
+void Session::write_recurrent(int r, const float* conv, const float* ssm) {
+  RecurrentState& s = state_.recurrent.at(r);
+  std::copy(conv, conv + s.conv.size(), s.conv.begin());
+  std::copy(ssm, ssm + s.ssm.size(), s.ssm.begin());
+}
+
+void Session::set_logits(std::span<const float> logits) {
+  if (!logits.empty() && int(logits.size()) != layout_.vocab_size)
+    throw Error("set_logits: expected " + std::to_string(layout_.vocab_size) + " values, got " +
+                std::to_string(logits.size()));
+  logits_.assign(logits.begin(), logits.end());
+}
+
+SessionState Session::export_state() const {
+  SessionState s;
+  s.position = state_.position;
+  const size_t bytes = size_t(state_.position) * state_.kv_row_bytes;
+  for (size_t a = 0; a < state_.kv.size(); ++a) {
+    s.keys.emplace_back(bytes);
+    s.values.emplace_back(bytes);
+    if (bytes)
+      read_kv_rows(int(a), 0, state_.position, s.keys.back().data(), s.values.back().data());
+  }
+  for (const RecurrentState& r : state_.recurrent) {
+    s.conv_states.push_back(r.conv);
+    s.ssm_states.push_back(r.ssm);
+  }
+  s.logits = logits_;
+  return s;
+}
+
+void Session::import_state(const SessionState& s) {
+  const size_t bytes = size_t(s.position) * state_.kv_row_bytes;
+  if (s.keys.size() != state_.kv.size() || s.values.size() != state_.kv.size() ||
+      s.conv_states.size() != state_.recurrent.size() ||
+      s.ssm_states.size() != state_.recurrent.size())
+    throw Error("import_state: the state has a different number of layers than this model");
+  for (size_t a = 0; a < s.keys.size(); ++a)
+    if (s.keys[a].size() != bytes || s.values[a].size() != bytes)
+      throw Error("import_state: K/V of attention layer " + std::to_string(a) +
+                  " has the wrong size for position " + std::to_string(s.position));
+  for (size_t r = 0; r < s.conv_states.size(); ++r)
+    if (s.conv_states[r].size() != layout_.conv_state_bytes() / sizeof(float) ||
+        s.ssm_states[r].size() != layout_.ssm_state_bytes() / sizeof(float))
+      throw Error("import_state: recurrent state " + std::to_string(r) + " has the wrong size");
+  reset(s.position);
+  for (size_t a = 0; a < s.keys.size(); ++a)
+    if (bytes) write_kv_rows(int(a), 0, s.position, s.keys[a].data(), s.values[a].data());
+  for (size_t r = 0; r < s.conv_states.size(); ++r)
+    write_recurrent(int(r), s.conv_states[r].data(), s.ssm_states[r].data());
+  set_logits(s.logits);
+}
+
+}  // namespace qmlx

@@ -1,0 +1,76 @@
+// Session: one sequence being run through a shared Model. At position n it holds the K/V rows
+// of every full-attention layer, the conv and SSM state of every Gated DeltaNet layer, and the
+// logits after token n-1. It is the engine side of the cache seam: it implements StateSource
+// (the cache reads what it lacks) and StateSink (the cache installs a restored state), and can
+// export/import a whole SessionState. Not thread-safe; one Session per request.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/session_state.h"
+#include "model/model.h"
+
+namespace qmlx {
+
+struct SessionOptions {
+  DType kv_dtype = DType::kBF16;
+  int prefill_chunk = 512;  // tokens per forward call during prefill
+  DeltaRuleForm delta_rule = DeltaRuleForm::kAuto;
+};
+
+// Called after each prefill chunk with (tokens done, total).
+using PrefillProgress = std::function<void(int64_t done, int64_t total)>;
+
+class Session : public StateSource, public StateSink {
+ public:
+  explicit Session(std::shared_ptr<const Model> model, SessionOptions options = {});
+
+  // Feeds tokens in chunks. Returns false when *cancel became true between chunks; the
+  // Session is then consistent at the last finished chunk.
+  bool prefill(std::span<const int32_t> tokens, const PrefillProgress& progress = {},
+               const std::atomic<bool>* cancel = nullptr);
+  void decode(int32_t token);
+
+  // Drops positions [m, n). Only for models without recurrent layers (throws otherwise). The
+  // logits of position m-1 are not known afterwards: logits() is empty until a token is fed.
+  void truncate(int64_t m);
+
+  SessionState export_state() const;
+  void import_state(const SessionState& state);
+
+  const Model& model() const { return *model_; }
+
+  // StateSource
+  const StateLayout& layout() const override { return layout_; }
+  int64_t position() const override { return state_.position; }
+  void read_kv_rows(int a, int64_t begin, int64_t end, uint8_t* k_out,
+                    uint8_t* v_out) const override;
+  void read_recurrent(int r, float* conv_out, float* ssm_out) const override;
+  std::span<const float> logits() const override { return logits_; }
+
+  // StateSink
+  void reset(int64_t position) override;
+  void write_kv_rows(int a, int64_t begin, int64_t end, const uint8_t* k,
+                     const uint8_t* v) override;
+  void write_recurrent(int r, const float* conv, const float* ssm) override;
+  void set_logits(std::span<const float> logits) override;
+
+ private:
+  void check_kv_range(int a, int64_t begin, int64_t end) const;
+
+  std::shared_ptr<const Model> model_;
+  SessionOptions options_;
+  StateLayout layout_;
+  ModelState state_;
+  std::vector<float> logits_;
+};
+
+// The layout of every Session of `model` with K/V rows stored as kv_dtype.
+StateLayout state_layout_of(const Model& model, DType kv_dtype);
+
+}  // namespace qmlx

@@ -1,0 +1,20 @@
+// Element-wise activations and the softmax, in fp32 as every reference computes them.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+
+namespace qmlx {
+
+inline float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
+inline float silu(float x) { return x * sigmoid(x); }
+// log(1 + e^x) without overflow for large x (torch's threshold is 20).
+inline float softplus(float x) { return x > 20.f ? x : std::log1p(std::exp(x)); }
+
+// a[i] = silu(a[i]) * b[i]: the SwiGLU combination.
+void silu_mul(float* a, const float* b, size_t n);
+
+// In place, numerically stable (max subtracted).
+void softmax(float* x, size_t n);
+
+}  // namespace qmlx

@@ -1,0 +1,23 @@
+// Causal scaled-dot-product attention of T query rows over a K/V cache, with grouped-query
+// heads (query head h reads K/V head h / (Nh / Nkv)). The cache is position-major:
+// row p holds [Nkv][D] values of type kv_type. Query row t sits at position q_pos0 + t and sees
+// rows [0, q_pos0 + t]. Softmax in fp32. (head, row) pairs are spread over default_pool().
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/scalar_type.h"
+
+namespace qmlx {
+
+struct AttentionShape {
+  int T = 0, Nh = 0, Nkv = 0, D = 0;
+  int64_t q_pos0 = 0;
+  float scale = 1.f;  // usually 1/sqrt(D)
+};
+
+// q: [T][Nh][D]; out: [T][Nh][D].
+void attention(const AttentionShape& s, const float* q, const void* k_cache, const void* v_cache,
+               ScalarType kv_type, float* out);
+
+}  // namespace qmlx

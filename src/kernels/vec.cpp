@@ -1,0 +1,92 @@
+#include "kernels/vec.h"
+
+#include <immintrin.h>
+
+namespace qmlx::vec {
+namespace {
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline __m256 load8(const void* p, ScalarType t, size_t i) {
+  switch (t) {
+    case ScalarType::kF16:
+      return _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i)));
+    case ScalarType::kBF16: {
+      __m128i h =
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i));
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+    case ScalarType::kF32:
+    default:
+      return _mm256_loadu_ps(static_cast<const float*>(p) + i);
+  }
+}
+
+}  // namespace
+
+float dot(const float* a, const float* b, size_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8)
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  float s = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+float dot_typed(const float* a, const void* b, ScalarType t, size_t n) {
+  if (t == ScalarType::kF32) return dot(a, static_cast<const float*>(b), n);
+  __m256 acc = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(b, t, i), acc);
+  float s = hsum(acc);
+  for (; i < n; ++i) s += a[i] * load_scalar(b, t, i);
+  return s;
+}
+
+float sum(const float* a, size_t n) {
+  __m256 acc = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) acc = _mm256_add_ps(acc, _mm256_loadu_ps(a + i));
+  float s = hsum(acc);
+  for (; i < n; ++i) s += a[i];
+  return s;
+}
+
+float sum_squares(const float* a, size_t n) { return dot(a, a, n); }
+
+void axpy(float* y, float a, const float* x, size_t n) {
+  __m256 va = _mm256_set1_ps(a);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+void axpy_typed(float* y, float a, const void* x, ScalarType t, size_t n) {
+  if (t == ScalarType::kF32) return axpy(y, a, static_cast<const float*>(x), n);
+  __m256 va = _mm256_set1_ps(a);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, load8(x, t, i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += a * load_scalar(x, t, i);
+}
+
+void scale(float* x, float a, size_t n) {
+  __m256 va = _mm256_set1_ps(a);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(va, _mm256_loadu_ps(x + i)));
+  for (; i < n; ++i) x[i] *= a;
+}
+
+}  // namespace qmlx::vec

@@ -1,0 +1,23 @@
+// Vector primitives (AVX2/FMA) over contiguous float rows: the building blocks the norms,
+// attention and gated delta rule kernels are made of. Any length n is accepted.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/scalar_type.h"
+
+namespace qmlx::vec {
+
+float dot(const float* a, const float* b, size_t n);
+// dot(a, b) where b is stored as type t (used for K rows of an f16/bf16 cache).
+float dot_typed(const float* a, const void* b, ScalarType t, size_t n);
+float sum(const float* a, size_t n);
+float sum_squares(const float* a, size_t n);
+// y += a * x
+void axpy(float* y, float a, const float* x, size_t n);
+// y += a * x where x is stored as type t.
+void axpy_typed(float* y, float a, const void* x, ScalarType t, size_t n);
+// x *= a
+void scale(float* x, float a, size_t n);
+
+}  // namespace qmlx::vec

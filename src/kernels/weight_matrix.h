@@ -1,0 +1,46 @@
+// WeightMatrix: a view of one [rows, cols] weight matrix in the format it is stored in (f32,
+// f16, bf16, or MLX affine quantization), usually pointing into a memory-mapped file. Kernels
+// read weights only through this view, so a 4-bit model costs 4 bits per weight in memory and
+// the matmul dequantizes small blocks on the fly.
+//
+// MLX affine quantization (model-spec §5): row r is an LSB-first bit stream of `bits`-bit codes
+// q; w[r][c] = scales[r][c / group_size] * q[r][c] + biases[r][c / group_size].
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/scalar_type.h"
+
+namespace qmlx {
+
+enum class WeightFormat : uint8_t { kF32, kF16, kBF16, kAffine };
+
+struct WeightMatrix {
+  WeightFormat format = WeightFormat::kF32;
+  int rows = 0;
+  int cols = 0;
+  const uint8_t* data = nullptr;  // rows * row_bytes()
+  // Affine quantization only.
+  int bits = 0;
+  int group_size = 0;
+  ScalarType scale_type = ScalarType::kF32;
+  const uint8_t* scales = nullptr;  // [rows][cols / group_size] of scale_type
+  const uint8_t* biases = nullptr;
+
+  bool quantized() const { return format == WeightFormat::kAffine; }
+  int groups_per_row() const { return quantized() ? cols / group_size : 0; }
+  size_t row_bytes() const;
+  // Bytes read by one full pass over the matrix (weights plus scales and biases).
+  size_t bytes() const;
+  // Rows [begin, end) as a matrix of their own (no copy).
+  WeightMatrix row_slice(int begin, int end) const;
+};
+
+// True for the quantization parameters this engine implements.
+bool affine_params_supported(int bits, int group_size);
+
+// Writes rows [begin, end) as floats, (end - begin) * cols values.
+void dequantize_rows(const WeightMatrix& w, int begin, int end, float* out);
+
+}  // namespace qmlx

@@ -1,0 +1,81 @@
+// Gated DeltaNet (model-spec §3.4): project to qkv, z, b, a; causal conv + SiLU over qkv with the
+// carried conv state; L2-normalise q and k per head (q also scaled by Dk^-1/2); beta =
+// sigmoid(b), g = -exp(A_log) * softplus(a + dt_bias); the gated delta rule; per-head gated
+// RMSNorm with z; out_proj.
+#include <cmath>
+#include <vector>
+
+#include "kernels/activations.h"
+#include "kernels/causal_conv.h"
+#include "kernels/gated_delta.h"
+#include "kernels/matmul.h"
+#include "kernels/norms.h"
+#include "model/layers.h"
+
+namespace qmlx {
+namespace {
+
+// The chunked form pays off once a chunk is reasonably full.
+constexpr int kChunkedFromTokens = 32;
+
+}  // namespace
+
+void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float* x, int T,
+                     DeltaRuleForm form, RecurrentState& state, float* out) {
+  const int Hk = c.linear_key_heads, Hv = c.linear_value_heads;
+  const int Dk = c.linear_key_dim, Dv = c.linear_value_dim;
+  const int CD = c.conv_channels(), KD = c.linear_key_size(), VD = c.linear_value_size();
+  const float eps = c.rms_norm_eps;
+  std::vector<float> qkv(size_t(T) * CD), z(size_t(T) * VD), b(size_t(T) * Hv), a(size_t(T) * Hv);
+  matmul(x, T, w.qkv, qkv.data());
+  matmul(x, T, w.z, z.data());
+  matmul(x, T, w.b, b.data());
+  matmul(x, T, w.a, a.data());
+
+  std::vector<float> conv(size_t(T) * CD);
+  causal_conv1d_silu(qkv.data(), CD, T, CD, c.conv_kernel, w.conv.data(), state.conv.data(),
+                     conv.data());
+
+  const float q_scale = 1.f / std::sqrt(float(Dk));
+  for (int t = 0; t < T; ++t) {
+    float* row = conv.data() + size_t(t) * CD;
+    for (int h = 0; h < Hk; ++h) {
+      l2_norm_scaled(row + h * Dk, Dk, 1e-6f, q_scale);
+      l2_norm_scaled(row + KD + h * Dk, Dk, 1e-6f, 1.f);
+    }
+    for (int h = 0; h < Hv; ++h) {
+      size_t i = size_t(t) * Hv + h;
+      b[i] = sigmoid(b[i]);                           // beta
+      a[i] = w.A[h] * softplus(a[i] + w.dt_bias[h]);  // g
+    }
+  }
+
+  GatedDeltaInputs in;
+  in.T = T;
+  in.Hk = Hk;
+  in.Hv = Hv;
+  in.Dk = Dk;
+  in.Dv = Dv;
+  in.q = conv.data();
+  in.k = conv.data() + KD;
+  in.v = conv.data() + 2 * KD;
+  in.row_stride = CD;
+  in.g = a.data();
+  in.beta = b.data();
+  std::vector<float> o(size_t(T) * VD);
+  bool chunked =
+      form == DeltaRuleForm::kChunked || (form == DeltaRuleForm::kAuto && T >= kChunkedFromTokens);
+  if (chunked)
+    gated_delta_chunked(in, state.ssm.data(), o.data());
+  else
+    gated_delta_recurrent(in, state.ssm.data(), o.data());
+
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < Hv; ++h) {
+      size_t off = size_t(t) * VD + size_t(h) * Dv;
+      rms_norm_gated(o.data() + off, z.data() + off, w.norm.data(), Dv, eps, o.data() + off);
+    }
+  matmul(o.data(), T, w.out, out);
+}
+
+}  // namespace qmlx

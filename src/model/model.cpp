@@ -1,0 +1,110 @@
+// The decoder stack shared by every architecture (model-spec §3.2):
+//   h = embed(tokens)
+//   for each layer: h += Mixer(RMSNorm_in(h));  h += FFN(RMSNorm_post(h))
+//   logits = head(RMSNorm_final(h_last))
+// Mixer is gated full attention or Gated DeltaNet per layer_types; FFN is MoE or SwiGLU.
+#include "model/model.h"
+
+#include <vector>
+
+#include "base/error.h"
+#include "kernels/matmul.h"
+#include "kernels/norms.h"
+#include "kernels/vec.h"
+#include "model/architectures.h"
+
+namespace qmlx {
+
+std::shared_ptr<const Model> Model::load(const std::string& dir) {
+  auto model = std::shared_ptr<Model>(new Model());
+  model->directory_ = dir;
+  model->config_ = ModelConfig::load(dir);
+  model->store_ = TensorStore::open_directory(dir);
+  switch (model->config_.arch) {
+    case Architecture::kQwen3_5:
+    case Architecture::kQwen3_5Moe:
+      model->weights_ = load_qwen3_5_weights(*model->store_, model->config_);
+      break;
+    case Architecture::kQwen3Next:
+      model->weights_ = load_qwen3_next_weights(*model->store_, model->config_);
+      break;
+    case Architecture::kQwen3:
+      model->weights_ = load_qwen3_weights(*model->store_, model->config_);
+      break;
+  }
+  return model;
+}
+
+ModelState Model::new_state(ScalarType kv_type) const {
+  const auto& c = config_;
+  ModelState s;
+  s.kv_type = kv_type;
+  s.kv_row_bytes = size_t(c.num_kv_heads) * c.head_dim * scalar_size(kv_type);
+  for (int l = 0; l < c.num_layers; ++l) {
+    if (c.is_full_attention(l)) {
+      s.kv.emplace_back();
+    } else {
+      RecurrentState r;
+      r.conv.assign(size_t(c.conv_kernel - 1) * c.conv_channels(), 0.f);
+      r.ssm.assign(size_t(c.linear_value_heads) * c.linear_value_dim * c.linear_key_dim, 0.f);
+      s.recurrent.push_back(std::move(r));
+    }
+  }
+  return s;
+}
+
+void Model::embed(std::span<const int32_t> tokens, float* out) const {
+  const int H = config_.hidden_size;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    if (tokens[t] < 0 || tokens[t] >= config_.vocab_size)
+      throw Error("token id " + std::to_string(tokens[t]) + " is outside the vocabulary [0, " +
+                  std::to_string(config_.vocab_size) + ")");
+    dequantize_rows(weights_.embed, tokens[t], tokens[t] + 1, out + t * H);
+  }
+}
+
+void Model::forward(std::span<const int32_t> tokens, ModelState& state, float* last_logits,
+                    const ForwardOptions& options) const {
+  const auto& c = config_;
+  const int T = int(tokens.size()), H = c.hidden_size;
+  if (T == 0) return;
+  std::vector<float> h(size_t(T) * H), normed(size_t(T) * H), delta(size_t(T) * H);
+  embed(tokens, h.data());
+
+  std::vector<RopeAngles> angles;
+  for (int t = 0; t < T; ++t)
+    angles.push_back(rope_angles(state.position + t, c.rotary_dim, c.rope_theta));
+  AttentionContext ctx{state.position, &angles, state.kv_type, state.kv_row_bytes};
+
+  auto norm_rows = [&](const std::vector<float>& w) {
+    for (int t = 0; t < T; ++t)
+      rms_norm(h.data() + size_t(t) * H, w.data(), H, c.rms_norm_eps,
+               normed.data() + size_t(t) * H);
+  };
+  size_t attention_index = 0, recurrent_index = 0;
+  for (int l = 0; l < c.num_layers; ++l) {
+    const LayerWeights& layer = weights_.layers[l];
+    norm_rows(layer.input_norm);
+    if (layer.full_attention)
+      attention_layer(layer.attention, c, normed.data(), T, ctx, state.kv[attention_index++],
+                      delta.data());
+    else
+      delta_net_layer(layer.delta_net, c, normed.data(), T, options.delta_rule,
+                      state.recurrent[recurrent_index++], delta.data());
+    vec::axpy(h.data(), 1.f, delta.data(), h.size());
+    norm_rows(layer.post_norm);
+    if (layer.moe)
+      moe_layer(layer.moe_ffn, c, normed.data(), T, delta.data());
+    else
+      mlp_layer(layer.mlp, normed.data(), T, delta.data());
+    vec::axpy(h.data(), 1.f, delta.data(), h.size());
+  }
+  state.position += T;
+
+  std::vector<float> last(H);
+  rms_norm(h.data() + size_t(T - 1) * H, weights_.final_norm.data(), H, c.rms_norm_eps,
+           last.data());
+  matmul(last.data(), 1, weights_.head, last_logits);
+}
+
+}  // namespace qmlx

@@ -1,0 +1,52 @@
+// Model: one loaded checkpoint (config, memory-mapped tensors, canonical weight views) and its
+// forward pass. Loaded once and shared: forward() only reads the model, so any number of
+// sequences (each with its own ModelState) may use it, one call per state at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "model/config.h"
+#include "model/layers.h"
+#include "model/model_state.h"
+#include "model/safetensors.h"
+#include "model/weights.h"
+
+namespace qmlx {
+
+struct ForwardOptions {
+  DeltaRuleForm delta_rule = DeltaRuleForm::kAuto;
+};
+
+class Model {
+ public:
+  // Reads <dir>/config.json and the safetensors files; throws qmlx::Error naming the file and
+  // tensor on anything wrong with them.
+  static std::shared_ptr<const Model> load(const std::string& dir);
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  const std::string& directory() const { return directory_; }
+
+  // An empty state (position 0) with K/V rows stored as kv_type.
+  ModelState new_state(ScalarType kv_type) const;
+
+  // Feeds tokens at positions [state.position, state.position + T): appends their K/V rows,
+  // advances the recurrent state and the position, and writes the logits after the last token
+  // (vocab_size floats). Token ids outside the vocabulary throw qmlx::Error.
+  void forward(std::span<const int32_t> tokens, ModelState& state, float* last_logits,
+               const ForwardOptions& options = {}) const;
+
+ private:
+  Model() = default;
+  void embed(std::span<const int32_t> tokens, float* out) const;
+
+  std::string directory_;
+  ModelConfig config_;
+  std::unique_ptr<TensorStore> store_;
+  ModelWeights weights_;
+};
+
+}  // namespace qmlx

@@ -1,0 +1,54 @@
+// Qwen3.5 (dense and MoE): hybrid layers of Gated DeltaNet (three of four) and gated full
+// attention, zero-centred norms, SwiGLU or MoE feed-forward. HF names live under
+// `model.language_model.`, MLX conversions under `language_model.model.`.
+#include "model/architectures.h"
+
+namespace qmlx {
+namespace {
+
+// Qwen3.5 keeps the projections separate: in_proj_qkv rows are [q heads | k heads | v heads].
+void load_qwen3_5_projections(WeightLoader& w, int layer, DeltaNetWeights& d) {
+  const auto& c = w.config();
+  const std::string p = "layers." + std::to_string(layer) + ".linear_attn.";
+  const int H = c.hidden_size, Hv = c.linear_value_heads;
+  d.qkv = w.matrix(p + "in_proj_qkv", c.conv_channels(), H);
+  d.z = w.matrix(p + "in_proj_z", c.linear_value_size(), H);
+  d.b = w.matrix(p + "in_proj_b", Hv, H);
+  d.a = w.matrix(p + "in_proj_a", Hv, H);
+}
+
+}  // namespace
+
+ModelWeights load_hybrid_weights(const TensorStore& store, const ModelConfig& c,
+                                 const DeltaNetProjections& load_projections) {
+  ModelWeights weights;
+  WeightLoader w(store, c, weights);
+  w.load_globals(/*zero_centred_norms=*/true);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    LayerWeights layer;
+    layer.full_attention = c.is_full_attention(l);
+    layer.moe = c.is_moe_layer(l);
+    layer.input_norm = w.norm(p + "input_layernorm.weight", c.hidden_size, true);
+    layer.post_norm = w.norm(p + "post_attention_layernorm.weight", c.hidden_size, true);
+    if (layer.full_attention) {
+      layer.attention = load_attention(w, l, /*gated=*/true, /*zero_centred=*/true);
+    } else {
+      load_projections(w, l, layer.delta_net);
+      load_delta_net_common(w, l, layer.delta_net);
+    }
+    if (layer.moe)
+      layer.moe_ffn = load_moe(w, l);
+    else
+      layer.mlp = load_mlp(w, p + "mlp", c.hidden_size, c.intermediate_size);
+    weights.layers.push_back(std::move(layer));
+  }
+  w.reject_unused();
+  return weights;
+}
+
+ModelWeights load_qwen3_5_weights(const TensorStore& store, const ModelConfig& config) {
+  return load_hybrid_weights(store, config, load_qwen3_5_projections);
+}
+
+}  // namespace qmlx

@@ -1,0 +1,62 @@
+// ModelWeights: every tensor the forward pass reads, per layer, already mapped from the
+// checkpoint's naming and layout (HF or MLX) to one canonical form. Matrices stay in their
+// stored format (views into the mapping, or owned re-ordered copies for Qwen3-Next's interleaved
+// projections); small vectors (norms, conv taps, dt_bias, A) are converted to float, with the
+// +1 of zero-centred norms already folded in, so the forward pass has a single norm form.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/weight_matrix.h"
+
+namespace qmlx {
+
+struct AttentionWeights {
+  WeightMatrix q, k, v, o;  // q has 2*D rows per head ([q_h | gate_h]) when gated
+  std::vector<float> q_norm, k_norm;
+};
+
+struct DeltaNetWeights {
+  WeightMatrix qkv, z, b, a, out;
+  std::vector<float> conv;     // tap-major [K][conv_channels]
+  std::vector<float> dt_bias;  // [Hv]
+  std::vector<float> A;        // -exp(A_log), [Hv]
+  std::vector<float> norm;     // gated RMSNorm weight [Dv]
+};
+
+struct MlpWeights {
+  WeightMatrix gate, up, down;
+};
+
+struct MoeWeights {
+  WeightMatrix router;              // [E, H]
+  std::vector<MlpWeights> experts;  // E
+  bool has_shared_expert = false;
+  MlpWeights shared;
+  WeightMatrix shared_gate;  // [1, H]
+};
+
+struct LayerWeights {
+  bool full_attention = true;
+  bool moe = false;
+  std::vector<float> input_norm, post_norm;
+  AttentionWeights attention;
+  DeltaNetWeights delta_net;
+  MlpWeights mlp;
+  MoeWeights moe_ffn;
+};
+
+struct ModelWeights {
+  WeightMatrix embed;  // [V, H], also the head when tied
+  WeightMatrix head;   // [V, H]
+  std::vector<float> final_norm;
+  std::vector<LayerWeights> layers;
+  // Storage for matrices re-ordered at load (stored format, not dequantized).
+  std::vector<std::vector<uint8_t>> owned;
+
+  // Bytes of every matrix once (the head counted once when tied).
+  size_t matrix_bytes() const;
+};
+
+}  // namespace qmlx

@@ -1,0 +1,77 @@
+// ModelOptions: everything `qmlx make-model` needs to know to write a model folder: the
+// architecture, the on-disk layout (Hugging Face or mlx-community), the float dtype, the
+// optional MLX quantization, the shape, the seed and the shard count. Defaults are a tiny
+// model that runs in milliseconds; presets give real shapes for benchmarks.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "modelgen/affine_quantizer.h"
+#include "modelgen/tensor_dtype.h"
+
+namespace qmlx::modelgen {
+
+enum class Arch { kQwen35Moe, kQwen35, kQwen3Next, kQwen3 };
+enum class Layout { kHF, kMLX };
+
+Arch parse_arch(const std::string& name);
+const char* arch_name(Arch arch);  // "qwen3_5_moe", "qwen3_5", "qwen3_next", "qwen3"
+Layout parse_layout(const std::string& name);
+
+bool is_qwen35_family(Arch arch);
+bool has_linear_attention(Arch arch);
+bool has_moe(Arch arch);
+// Qwen3.5 and Qwen3-Next store norms as (1 + w); Qwen3 stores w.
+bool has_zero_centred_norms(Arch arch);
+
+struct ModelShape {
+  int hidden = 64;
+  int layers = 4;
+  int heads = 4;
+  int kv_heads = 2;
+  int head_dim = 32;
+  int linear_key_heads = 2;
+  int linear_value_heads = 4;
+  int linear_key_dim = 16;
+  int linear_value_dim = 16;
+  int conv_kernel = 4;
+  int intermediate = 128;
+  int experts = 4;
+  int experts_per_tok = 2;
+  int moe_intermediate = 64;
+  int shared_intermediate = 64;
+  int vocab = 640;
+  int full_attention_interval = 4;
+  bool tie = false;
+  double rope_theta = 1e7;
+  double partial_rotary_factor = 0.25;
+  double rms_norm_eps = 1e-6;
+  int max_position_embeddings = 262144;
+  // Explicit per-layer kinds; empty means "full attention iff (i+1) % interval == 0".
+  std::vector<bool> full_attention_layers;
+
+  bool is_full_attention(Arch arch, int layer) const;
+  int rotary_dim(Arch arch) const;
+};
+
+struct ModelOptions {
+  Arch arch = Arch::kQwen35Moe;
+  Layout layout = Layout::kHF;
+  TensorDType dtype = TensorDType::kF32;
+  std::optional<QuantParams> quantization;  // MLX layout only
+  ModelShape shape;
+  uint64_t seed = 0;
+  int shards = 1;
+};
+
+// The tiny defaults of `arch` (Qwen3 gets full RoPE and theta 1e6, as the real models do).
+ModelShape default_shape(Arch arch);
+// A real model's shape by name ("qwen3.5-0.8b"); throws qmlx::Error for an unknown name.
+ModelOptions preset_options(const std::string& name);
+// Throws qmlx::Error naming the first inconsistent flag (e.g. heads not divisible).
+void validate_options(const ModelOptions& options);
+
+}  // namespace qmlx::modelgen

@@ -1,0 +1,49 @@
+// The scripted fixture model: a tiny real Qwen3.5 model (one Gated DeltaNet layer, one full
+// attention layer) whose forward pass, at temperature 0, continues any prompt with exactly a
+// given text and then <|im_end|>. Server and client tests use it to drive the whole pipeline
+// with known output (reasoning, tool calls, plain text).
+//
+// How it works (all weights are set by hand, nothing is trained):
+//  - The script is cut into steps: Qwen special tokens (<think>, <tool_call>, ... keep their
+//    real ids) and short text pieces. A piece whose text is new gets its own vocabulary entry
+//    that no merge produces, so encoding a prompt never yields it; such a piece used once in
+//    the script is a "marker".
+//  - The Gated DeltaNet layer is a register holding the latest marker seen: its key is
+//    constant, beta is 1 on markers and 0 elsewhere, the decay is 1, so its memory is
+//    overwritten by each marker's one-hot value and kept otherwise; the gated RMSNorm makes
+//    the read-out independent of prompt length. Prompts contain no markers, so the register
+//    starts empty for every request.
+//  - The next token is a function of (current token, latest marker): after a marker it
+//    depends on the marker alone (a linear head suffices); after any other token the MLP has
+//    one unit per (token, latest marker) pair of the script that fires only when both match.
+//    With no rule firing, a constant bias picks the script's first step, so any prompt
+//    continues with the script.
+// Limits: a script in which the same (token, latest marker) context needs two different
+// continuations (e.g. a repeated identical tool call) is rejected with an error naming the
+// position, and a prompt must not end with the script's own first token when that token is
+// a special or a single vocabulary token (the script would then skip it).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "modelgen/model_options.h"
+
+namespace qmlx::modelgen {
+
+struct ScriptModelOptions {
+  Arch template_arch = Arch::kQwen35;  // whose chat template the tokenizer config carries
+};
+
+// Writes the model folder (qwen3_5 architecture, Hugging Face layout, float32).
+void write_script_model(const std::string& script, const ScriptModelOptions& options,
+                        const std::string& out_dir);
+
+// The script as text pieces and special tokens, in order (exposed for tests).
+struct ScriptStep {
+  std::string text;
+  bool special = false;
+};
+std::vector<ScriptStep> split_script(const std::string& script);
+
+}  // namespace qmlx::modelgen

@@ -1,0 +1,46 @@
+// The tokenizer files of a generated model: tokenizer.json in the Hugging Face format of the
+// real Qwen tokenizers (BPE model, NFC normaliser, Split(Qwen regex) + ByteLevel
+// pre-tokenizer, ByteLevel decoder, the Qwen special tokens as added tokens flagged as the
+// real file flags them) and tokenizer_config.json with the chat template.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "modelgen/bpe_trainer.h"
+#include "modelgen/model_options.h"
+
+namespace qmlx::modelgen {
+
+// The Qwen special tokens, in id order; the first three are "special" in the real file.
+const std::vector<std::string>& qwen_special_tokens();
+
+class Vocabulary {
+ public:
+  // 256 byte tokens then `merge_count` merges learned from builtin_corpus().
+  static Vocabulary demo(int merge_count = 300);
+
+  // Adds a token reachable by no merge (never produced by encoding); returns its id.
+  // Must be called before specials are assigned ids, i.e. before special_id().
+  int add_plain_token(const std::string& byte_level);
+
+  std::optional<int> plain_id(const std::string& byte_level) const;
+  int special_id(const std::string& content) const;  // throws for an unknown special
+  int size() const;                                  // plain tokens + specials
+  int plain_count() const { return static_cast<int>(tokens_.size()); }
+  const std::string& plain_token(int id) const { return tokens_.at(id); }
+  const std::vector<Merge>& merges() const { return merges_; }
+
+ private:
+  std::vector<std::string> tokens_;  // id -> byte-level string
+  std::vector<Merge> merges_;
+};
+
+nlohmann::json tokenizer_json(const Vocabulary& vocabulary, Arch arch);
+nlohmann::json tokenizer_config_json(const Vocabulary& vocabulary,
+                                     const std::string& chat_template);
+
+}  // namespace qmlx::modelgen

@@ -1,0 +1,229 @@
+#include "server/api_server.h"
+
+#include <csignal>
+
+#include "base/error.h"
+#include "base/logging.h"
+#include "server/api_server_state.h"
+#include "server/auth.h"
+#include "server/sse.h"
+
+namespace qmlx::server {
+namespace {
+
+constexpr size_t kHttpThreads = 64;
+
+bool is_anthropic_path(const std::string& path) { return path.rfind("/v1/messages", 0) == 0; }
+
+ApiStyle style_for(const std::string& path) {
+  return is_anthropic_path(path) ? ApiStyle::kAnthropic : ApiStyle::kOpenAI;
+}
+
+std::string request_body_limit_message(const State& state) {
+  return "request body exceeds the limit of " + std::to_string(state.options.max_body_mb) +
+         " MB (--max-body-mb)";
+}
+
+// 413 before reading the body when Content-Length already says it is too big.
+httplib::Server::HandlerResponse check_body_size(State& state, const httplib::Request& req,
+                                                 httplib::Response& res) {
+  size_t limit = size_t(state.options.max_body_mb) << 20;
+  auto length = req.get_header_value("Content-Length");
+  if (!length.empty() && std::strtoull(length.c_str(), nullptr, 10) > limit) {
+    set_error(res, style_for(req.path), 413, request_body_limit_message(state));
+    state.metrics.record_request(req.path, 413);
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  return httplib::Server::HandlerResponse::Unhandled;
+}
+
+// Fills httplib's own bodiless error responses (404 no route, 413 chunked body too big...).
+httplib::Server::HandlerResponse fill_error_body(State& state, const httplib::Request& req,
+                                                 httplib::Response& res) {
+  if (!res.body.empty() || res.is_chunked_content_provider_) {
+    return httplib::Server::HandlerResponse::Unhandled;
+  }
+  std::string message = res.status == 404   ? "no route for " + req.method + " " + req.path
+                        : res.status == 413 ? request_body_limit_message(state)
+                                            : "request failed";
+  set_error(res, style_for(req.path), res.status, message);
+  state.metrics.record_request(res.status == 404 ? "unknown" : req.path, res.status);
+  return httplib::Server::HandlerResponse::Handled;
+}
+
+void add_method_not_allowed(httplib::Server& http, State& state, const std::string& path,
+                            const std::string& allowed) {
+  auto reject = [&state, path, allowed](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("Allow", allowed);
+    set_error(res, style_for(path), 405,
+              "method " + req.method + " not allowed on " + path + " (use " + allowed + ")");
+    state.metrics.record_request(path, 405);
+  };
+  if (allowed != "GET") http.Get(path, reject);
+  if (allowed != "POST") http.Post(path, reject);
+  http.Put(path, reject);
+  http.Delete(path, reject);
+  http.Patch(path, reject);
+}
+
+std::unique_ptr<httplib::Server> new_http_server() {
+  auto http = std::make_unique<httplib::Server>();
+  http->new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
+  http->set_keep_alive_max_count(1000);
+  // Idle keep-alive connections hold a worker; a short timeout keeps shutdown quick.
+  http->set_keep_alive_timeout(2);
+  http->set_read_timeout(600, 0);
+  http->set_write_timeout(600, 0);
+  return http;
+}
+
+int bind(httplib::Server& http, const std::string& host, int port, const char* what) {
+  if (port == 0) {
+    int bound = http.bind_to_any_port(host);
+    if (bound < 0) throw Error(std::string("cannot bind the ") + what + " on " + host);
+    return bound;
+  }
+  if (!http.bind_to_port(host, port)) {
+    throw Error(std::string("cannot bind the ") + what + " to " + host + ":" +
+                std::to_string(port) + " (in use?)");
+  }
+  return port;
+}
+
+}  // namespace
+
+void set_json(httplib::Response& res, const nlohmann::json& body) {
+  res.set_content(dump_json(body), "application/json");
+}
+
+void set_error(httplib::Response& res, ApiStyle style, int status, const std::string& message,
+               const std::string& param) {
+  res.status = status;
+  res.set_content(error_body(style, status, message, param), "application/json");
+}
+
+std::shared_ptr<const ModelRuntime> State::ready_runtime() {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!runtime) throw ApiError(503, "the model is still loading");
+  return runtime;
+}
+
+Scheduler& State::ready_scheduler() {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!scheduler) throw ApiError(503, "the model is still loading");
+  return *scheduler;
+}
+
+int64_t State::context_limit(const ModelRuntime& rt) const {
+  if (options.max_context > 0) return options.max_context;
+  return rt.context_length > 0 ? rt.context_length : 32768;
+}
+
+void State::check_model(const std::string& model, const ModelRuntime& rt) const {
+  if (!model.empty() && model != rt.model_id) {
+    throw ApiError(404, "model '" + model + "' not found; this server serves '" + rt.model_id + "'",
+                   "model");
+  }
+}
+
+void add_route(httplib::Server& http, State& state, const std::string& method,
+               const RouteSpec& spec, RouteHandler handler) {
+  auto wrapped = [&state, spec, handler](const httplib::Request& req, httplib::Response& res) {
+    state.metrics.add_in_flight(1);
+    try {
+      if (spec.needs_auth) {
+        AuthHeaders headers{req.get_header_value("Authorization"),
+                            req.get_header_value("x-api-key")};
+        if (auto denied =
+                check_auth(headers, spec.style == ApiStyle::kAnthropic, state.options.api_key)) {
+          throw ApiError(401, *denied);
+        }
+      }
+      handler(req, res, state);
+    } catch (const ApiError& e) {
+      set_error(res, spec.style, e.status(), e.what(), e.param());
+    } catch (const Error& e) {
+      set_error(res, spec.style, 400, e.what());
+    } catch (const std::exception& e) {
+      log_error(std::string("internal error on ") + spec.path + ": " + e.what());
+      set_error(res, spec.style, 500, std::string("internal error: ") + e.what());
+    }
+    state.metrics.add_in_flight(-1);
+    state.metrics.record_request(spec.path, res.status == -1 ? 200 : res.status);
+  };
+  if (method == "GET")
+    http.Get(spec.path, wrapped);
+  else
+    http.Post(spec.path, wrapped);
+  add_method_not_allowed(http, state, spec.path, method);
+}
+
+ApiServer::ApiServer(ServerOptions options, MetricsRegistry& registry, ApiServerSettings settings)
+    : state_(std::make_unique<State>(std::move(options), registry, settings)),
+      http_(new_http_server()) {
+  State& state = *state_;
+  http_->set_payload_max_length(size_t(state.options.max_body_mb) << 20);
+  http_->set_pre_routing_handler([&state](const httplib::Request& req, httplib::Response& res) {
+    return check_body_size(state, req, res);
+  });
+  // Clients that ask first (Expect: 100-continue, as curl does for big bodies) get the 413
+  // instead of the go-ahead, so they never send the body.
+  http_->set_expect_100_continue_handler(
+      [&state](const httplib::Request& req, httplib::Response& res) {
+        return check_body_size(state, req, res) == httplib::Server::HandlerResponse::Handled ? 413
+                                                                                             : 100;
+      });
+  http_->set_error_handler(httplib::Server::HandlerWithResponse(
+      [&state](const httplib::Request& req, httplib::Response& res) {
+        return fill_error_body(state, req, res);
+      }));
+  add_info_routes(*http_, state);
+  add_generation_routes(*http_, state);
+  if (state.options.metrics_port != 0) {
+    metrics_http_ = new_http_server();
+    MetricsRegistry& reg = registry;
+    metrics_http_->Get("/metrics", [&reg](const httplib::Request&, httplib::Response& res) {
+      res.set_content(reg.expose(), "text/plain; version=0.0.4; charset=utf-8");
+    });
+  }
+}
+
+ApiServer::~ApiServer() { stop(std::chrono::milliseconds(0)); }
+
+void ApiServer::start() {
+  // A client that disconnects makes send() raise SIGPIPE; the failed write is handled instead.
+  std::signal(SIGPIPE, SIG_IGN);
+  const ServerOptions& options = state_->options;
+  port_ = bind(*http_, options.host, options.port, "API port");
+  if (metrics_http_) {
+    metrics_port_ = bind(*metrics_http_, options.host,
+                         options.metrics_port < 0 ? 0 : options.metrics_port, "metrics port");
+    metrics_thread_ = std::thread([this] { metrics_http_->listen_after_bind(); });
+  }
+  http_thread_ = std::thread([this] { http_->listen_after_bind(); });
+}
+
+void ApiServer::set_ready(std::shared_ptr<const ModelRuntime> runtime, CacheHooks& hooks) {
+  auto scheduler = std::make_unique<Scheduler>(*runtime, hooks, &state_->metrics,
+                                               state_->options.max_queue, state_->settings.runner);
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->runtime = std::move(runtime);
+  state_->scheduler = std::move(scheduler);
+}
+
+void ApiServer::stop(std::chrono::milliseconds grace) {
+  if (http_thread_.joinable()) http_->stop();
+  Scheduler* scheduler = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    scheduler = state_->scheduler.get();
+  }
+  if (scheduler) scheduler->stop(grace);
+  if (http_thread_.joinable()) http_thread_.join();
+  if (metrics_http_ && metrics_thread_.joinable()) {
+    metrics_http_->stop();
+    metrics_thread_.join();
+  }
+}
+
+}  // namespace qmlx::server

@@ -1,0 +1,61 @@
+// Internal to the server: the state every route handler shares, and the route helpers the
+// route files use (auth + error wrapping). Not for use outside src/server.
+#pragma once
+
+#include <httplib.h>
+
+#include <functional>
+#include <string>
+
+#include "server/api_error.h"
+#include "server/api_server.h"
+
+namespace qmlx::server {
+
+struct ApiServer::State {
+  State(ServerOptions o, MetricsRegistry& registry, ApiServerSettings s)
+      : options(std::move(o)), settings(s), metrics(registry) {}
+
+  ServerOptions options;
+  ApiServerSettings settings;
+  ServerMetrics metrics;
+  std::atomic<uint64_t> next_uid{1};
+
+  std::mutex mutex;
+  std::shared_ptr<const ModelRuntime> runtime;  // null while the model loads
+  std::unique_ptr<Scheduler> scheduler;
+
+  // The runtime, or ApiError(503) while loading.
+  std::shared_ptr<const ModelRuntime> ready_runtime();
+  Scheduler& ready_scheduler();
+  // The largest prompt + max_tokens: --max-context, or the model's own length.
+  int64_t context_limit(const ModelRuntime& runtime) const;
+  // 404 unless `model` is empty or names the served model.
+  void check_model(const std::string& model, const ModelRuntime& runtime) const;
+};
+
+using State = ApiServer::State;
+
+struct RouteSpec {
+  std::string path;
+  ApiStyle style = ApiStyle::kOpenAI;
+  bool needs_auth = true;
+};
+
+using RouteHandler = std::function<void(const httplib::Request&, httplib::Response&, State&)>;
+
+// Registers `handler` for POST or GET on spec.path with auth, error shaping and metrics.
+void add_route(httplib::Server& http, State& state, const std::string& method,
+               const RouteSpec& spec, RouteHandler handler);
+
+// Sets an error response in the route's API shape.
+void set_error(httplib::Response& res, ApiStyle style, int status, const std::string& message,
+               const std::string& param = "");
+
+void set_json(httplib::Response& res, const nlohmann::json& body);
+
+// Route registration, one function per route file.
+void add_generation_routes(httplib::Server& http, State& state);
+void add_info_routes(httplib::Server& http, State& state);
+
+}  // namespace qmlx::server

@@ -1,0 +1,62 @@
+// CacheHooks: the points in a request's life where the prefix cache acts. The scheduler calls
+// them on the engine thread, in order: lookup_and_restore before prefill, on_prefill_progress
+// between prefill chunks, on_prompt_end after prefill, then exactly one of on_generation_end
+// or on_interrupted, and on_idle when no request waits. The default does nothing (no cache):
+// the server is complete without one, and the cache plugs in by implementing this.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/session_state.h"
+
+namespace qmlx::server {
+
+class InferenceSession;
+
+// The prompt as the cache needs it: ids plus the message-boundary offsets (-1 when unknown).
+struct PromptView {
+  std::span<const int32_t> ids;
+  int64_t last_message_end = -1;
+  int64_t last_user_start = -1;
+};
+
+struct CacheLookupResult {
+  // Tokens [0, cached_tokens) of the prompt were installed into the session by the hook; the
+  // server prefills the rest. 0 means a miss and the session was left empty.
+  int64_t cached_tokens = 0;
+  std::string kind;         // snapshot kind used ("prompt_end", "message_boundary", ...)
+  std::string tier;         // "ram" or "disk"
+  std::string miss_reason;  // on a miss: "none", "checksum", "tokens", "guard", ...
+  // Stage timings in milliseconds, for the log line and the timings object.
+  double lookup_ms = 0, read_ms = 0, verify_ms = 0, install_ms = 0;
+  // Where the prompt diverged from the deepest cached prefix, decoded both sides (for the log).
+  std::string divergence;
+};
+
+class CacheHooks {
+ public:
+  virtual ~CacheHooks() = default;
+  // `session` is at position 0. A hook that restores calls sink.reset(n) and fills it.
+  virtual CacheLookupResult lookup_and_restore(const PromptView& prompt, StateSink& session) {
+    return {};
+  }
+  // After each prefill chunk; session.position() tokens of the prompt are done.
+  virtual void on_prefill_progress(const PromptView& prompt, const StateSource& session) {}
+  // The whole prompt is prefilled; session holds its logits.
+  virtual void on_prompt_end(const PromptView& prompt, const StateSource& session) {}
+  // Generation ended normally; `tokens` is prompt + generated (all fed to the session except,
+  // possibly, the last one, which session.position() tells).
+  virtual void on_generation_end(std::span<const int32_t> tokens, const StateSource& session) {}
+  // The client went away or the server is stopping: what was generated so far.
+  virtual void on_interrupted(std::span<const int32_t> tokens, const StateSource& session) {}
+  // No request is waiting; a good time for background work (canonical-history pre-fill).
+  // `session` holds the last request's state and may be advanced or reset by the hook.
+  virtual void on_idle(InferenceSession& session) {}
+  // The server is shutting down: finish pending writes (bounded by the cache's own timeout).
+  virtual void flush() {}
+};
+
+}  // namespace qmlx::server

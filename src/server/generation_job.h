@@ -1,0 +1,90 @@
+// GenerationJob: one request travelling from an HTTP thread to the engine thread and back.
+// The engine thread publishes events (prefill progress, output deltas, the end) into the
+// job's channel; the HTTP thread consumes them, turns them into JSON or SSE, and raises
+// `cancelled` when the client goes away, which the engine checks between decode steps.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/cache_hooks.h"
+#include "server/generation_request.h"
+#include "server/model_runtime.h"
+#include "server/token_logprobs.h"
+#include "text/output/output_delta.h"
+
+namespace qmlx::server {
+
+enum class FinishReason { kStop, kLength, kStopSequence, kToolCalls, kCancelled };
+
+struct PromptProgress {
+  int64_t total = 0;      // prompt tokens
+  int64_t cache = 0;      // restored from the cache
+  int64_t processed = 0;  // cached + prefilled so far
+  double time_ms = 0;
+};
+
+struct GenerationStats {
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;
+  int64_t prefill_tokens = 0;
+  int64_t completion_tokens = 0;
+  double queue_ms = 0;
+  double prefill_ms = 0;
+  double ttft_ms = 0;  // from the start of processing to the first generated token
+  double decode_ms = 0;
+  CacheLookupResult cache;
+
+  double prefill_tokens_per_second() const;
+  double decode_tokens_per_second() const;
+};
+
+struct GenerationEvent {
+  enum class Kind { kProgress, kOutput, kDone, kError };
+  Kind kind = Kind::kOutput;
+  PromptProgress progress;                    // kProgress
+  OutputDelta delta;                          // kOutput
+  std::vector<TokenLogprob> logprobs;         // kOutput: the tokens generated since the last event
+  FinishReason finish = FinishReason::kStop;  // kDone
+  std::string stop_sequence;                  // kDone, when a stop string matched
+  GenerationStats stats;                      // kDone
+  std::vector<int32_t> generated;             // kDone: every generated token
+  int status = 500;                           // kError
+  std::string message;                        // kError
+};
+
+class GenerationJob {
+ public:
+  GenerationJob(uint64_t uid, GenerationRequest request, RenderedPrompt prompt)
+      : uid_(uid), request_(std::move(request)), prompt_(std::move(prompt)) {}
+
+  uint64_t uid() const { return uid_; }
+  const GenerationRequest& request() const { return request_; }
+  const RenderedPrompt& prompt() const { return prompt_; }
+  std::chrono::steady_clock::time_point created() const { return created_; }
+
+  void cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+
+  void publish(GenerationEvent event);
+  // The next event, or nullopt when none arrived within `timeout`.
+  std::optional<GenerationEvent> next(std::chrono::milliseconds timeout);
+
+ private:
+  const uint64_t uid_;
+  const GenerationRequest request_;
+  const RenderedPrompt prompt_;
+  const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
+  std::atomic<bool> cancelled_{false};
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<GenerationEvent> events_;
+};
+
+}  // namespace qmlx::server

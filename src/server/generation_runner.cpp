@@ -1,0 +1,293 @@
+#include "server/generation_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "base/logging.h"
+#include "server/stop_matcher.h"
+#include "text/output/output_parser.h"
+
+namespace qmlx::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+OutputParserOptions parser_options(const GenerationRequest& request, const RenderedPrompt& prompt,
+                                   const ModelRuntime& runtime) {
+  OutputParserOptions options;
+  options.starts_in_reasoning = prompt_ends_inside_think(prompt.text);
+  options.parse_tool_calls = !request.tools.empty() && request.tool_choice != ToolChoiceMode::kNone;
+  options.tool_call_format = runtime.tool_call_format;
+  options.tools = ToolCatalog(nlohmann::json(request.tools));
+  options.id_seed = request.sampling.seed;
+  return options;
+}
+
+// Turns generated text into the job's output events: through the stop matcher, then (on chat
+// routes) the reasoning / tool-call parser. Completions pass text through as content.
+class OutputPipeline {
+ public:
+  OutputPipeline(GenerationJob& job, const ModelRuntime& runtime)
+      : job_(job), stops_(job.request().stop) {
+    if (job.request().route != Route::kCompletions) {
+      parser_.emplace(parser_options(job.request(), job.prompt(), runtime));
+    }
+  }
+
+  void add_logprob(TokenLogprob logprob) { pending_logprobs_.push_back(std::move(logprob)); }
+
+  // Returns true when a stop string matched.
+  bool push(const std::string& text) {
+    emit(stops_.push(text), false);
+    return stops_.matched().has_value();
+  }
+
+  void finish() { emit(stops_.finish(), true); }
+
+  const std::optional<std::string>& matched_stop() const { return stops_.matched(); }
+  bool produced_tool_calls() const { return parser_ && !parser_->result().tool_calls.empty(); }
+
+ private:
+  void emit(const std::string& text, bool at_end) {
+    GenerationEvent event;
+    event.kind = GenerationEvent::Kind::kOutput;
+    if (parser_) {
+      if (!text.empty()) event.delta = parser_->feed(text);
+      if (at_end) append(event.delta, parser_->finish());
+    } else {
+      event.delta.content = text;
+    }
+    event.logprobs.swap(pending_logprobs_);
+    if (event.delta.empty() && event.logprobs.empty()) return;
+    job_.publish(std::move(event));
+  }
+
+  static void append(OutputDelta& into, const OutputDelta& more) {
+    into.reasoning += more.reasoning;
+    into.content += more.content;
+    into.tool_calls.insert(into.tool_calls.end(), more.tool_calls.begin(), more.tool_calls.end());
+  }
+
+  GenerationJob& job_;
+  StopMatcher stops_;
+  std::optional<OutputParser> parser_;
+  std::vector<TokenLogprob> pending_logprobs_;
+};
+
+class Run {
+ public:
+  Run(GenerationJob& job, InferenceSession& session, const ModelRuntime& runtime, CacheHooks& hooks,
+      const RunnerSettings& settings)
+      : job_(job),
+        request_(job.request()),
+        session_(session),
+        runtime_(runtime),
+        hooks_(hooks),
+        settings_(settings),
+        prompt_ids_(job.prompt().ids),
+        view_{prompt_ids_, job.prompt().last_message_end, job.prompt().last_user_start} {}
+
+  GenerationOutcome execute() {
+    start_ = Clock::now();
+    stats_.queue_ms = std::chrono::duration<double, std::milli>(start_ - job_.created()).count();
+    stats_.prompt_tokens = static_cast<int64_t>(prompt_ids_.size());
+    restore_from_cache();
+    if (!prefill_prompt()) return finish(FinishReason::kCancelled);
+    hooks_.on_prompt_end(view_, session_.state_source());
+    return finish(decode());
+  }
+
+ private:
+  void restore_from_cache() {
+    session_.reset();
+    stats_.cache = hooks_.lookup_and_restore(view_, session_.state_sink());
+    int64_t cached = stats_.cache.cached_tokens;
+    // A restore is trusted only if the session is where the hook says it put it.
+    if (cached <= 0 || cached > stats_.prompt_tokens || session_.position() != cached ||
+        (cached == stats_.prompt_tokens && session_.logits().empty())) {
+      if (session_.position() != 0) session_.reset();
+      stats_.cache.cached_tokens = 0;
+    }
+    stats_.cached_tokens = stats_.cache.cached_tokens;
+  }
+
+  // False when the client went away mid-prefill.
+  bool prefill_prompt() {
+    auto prefill_start = Clock::now();
+    auto last_log = prefill_start;
+    int64_t pos = stats_.cached_tokens;
+    const int64_t total = stats_.prompt_tokens;
+    publish_progress(pos, prefill_start);
+    while (pos < total) {
+      if (job_.cancelled()) return false;
+      int64_t n = std::min<int64_t>(settings_.prefill_chunk_tokens, total - pos);
+      session_.prefill(std::span<const int32_t>(prompt_ids_).subspan(pos, n));
+      pos += n;
+      hooks_.on_prefill_progress(view_, session_.state_source());
+      publish_progress(pos, prefill_start);
+      if (std::chrono::duration<double>(Clock::now() - last_log).count() >=
+              settings_.progress_log_seconds &&
+          pos < total) {
+        log_progress(pos, prefill_start);
+        last_log = Clock::now();
+      }
+    }
+    stats_.prefill_tokens = total - stats_.cached_tokens;
+    stats_.prefill_ms = ms_since(prefill_start);
+    return true;
+  }
+
+  void publish_progress(int64_t processed, Clock::time_point prefill_start) {
+    if (!request_.return_progress || !request_.stream) return;
+    GenerationEvent event;
+    event.kind = GenerationEvent::Kind::kProgress;
+    event.progress = {stats_.prompt_tokens, stats_.cached_tokens, processed,
+                      ms_since(prefill_start)};
+    job_.publish(std::move(event));
+  }
+
+  void log_progress(int64_t pos, Clock::time_point prefill_start) {
+    double seconds = ms_since(prefill_start) / 1000.0;
+    double rate = (pos - stats_.cached_tokens) / std::max(seconds, 1e-9);
+    double eta = (stats_.prompt_tokens - pos) / std::max(rate, 1e-9);
+    char line[256];
+    std::snprintf(line, sizeof line, "uid=%llu prefill %lld/%lld tokens, %.1f tok/s, ETA %.0fs",
+                  static_cast<unsigned long long>(job_.uid()), static_cast<long long>(pos),
+                  static_cast<long long>(stats_.prompt_tokens), rate, eta);
+    log_info(line);
+  }
+
+  uint64_t seed() const {
+    if (request_.sampling.seed) return *request_.sampling.seed;
+    return (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+  }
+
+  bool is_stop_token(int32_t id) const {
+    const auto& stops = runtime_.stop_token_ids;
+    return std::find(stops.begin(), stops.end(), id) != stops.end();
+  }
+
+  FinishReason decode() {
+    auto sampler = runtime_.new_sampler(request_.sampling, seed());
+    StreamingDetokenizer detokenizer(*runtime_.tokenizer);
+    OutputPipeline output(job_, runtime_);
+    std::vector<int32_t> history = prompt_ids_;
+    const int max_tokens = request_.max_tokens.value_or(1);
+    auto decode_start = Clock::now();
+    FinishReason reason = FinishReason::kLength;
+    for (int i = 0; i < max_tokens; ++i) {
+      std::span<const float> logits = session_.logits();
+      int32_t token = sampler->sample(logits, history);
+      if (i == 0) {
+        stats_.ttft_ms = ms_since(start_);
+        decode_start = Clock::now();
+      }
+      if (request_.logprobs) {
+        output.add_logprob(compute_token_logprob(logits, token, request_.top_logprobs,
+                                                 runtime_.tokenizer->vocab_size() - 1));
+      }
+      generated_.push_back(token);
+      if (is_stop_token(token)) {
+        reason = FinishReason::kStop;
+        break;
+      }
+      history.push_back(token);
+      if (output.push(detokenizer.push(token))) {
+        reason = FinishReason::kStopSequence;
+        break;
+      }
+      if (i + 1 == max_tokens) break;
+      if (job_.cancelled()) {
+        reason = FinishReason::kCancelled;
+        break;
+      }
+      session_.prefill(std::span<const int32_t>(&token, 1));
+    }
+    // The detokenizer's flush may complete a stop string too.
+    if (reason != FinishReason::kStopSequence) output.push(detokenizer.finish());
+    if (output.matched_stop()) {
+      reason = FinishReason::kStopSequence;
+      stop_sequence_ = *output.matched_stop();
+    }
+    output.finish();
+    stats_.decode_ms = generated_.empty() ? 0 : ms_since(decode_start);
+    stats_.completion_tokens = static_cast<int64_t>(generated_.size());
+    if (reason == FinishReason::kStop && output.produced_tool_calls()) {
+      reason = FinishReason::kToolCalls;
+    }
+    return reason;
+  }
+
+  GenerationOutcome finish(FinishReason reason) {
+    std::vector<int32_t> tokens = prompt_ids_;
+    tokens.insert(tokens.end(), generated_.begin(), generated_.end());
+    if (reason == FinishReason::kCancelled) {
+      std::span<const int32_t> done(tokens.data(),
+                                    std::min<size_t>(tokens.size(), session_.position()));
+      hooks_.on_interrupted(done, session_.state_source());
+    } else {
+      hooks_.on_generation_end(tokens, session_.state_source());
+    }
+    GenerationEvent event;
+    event.kind = GenerationEvent::Kind::kDone;
+    event.finish = reason;
+    event.stop_sequence = stop_sequence_;
+    event.stats = stats_;
+    event.generated = generated_;
+    job_.publish(std::move(event));
+    return {reason, stats_};
+  }
+
+  GenerationJob& job_;
+  const GenerationRequest& request_;
+  InferenceSession& session_;
+  const ModelRuntime& runtime_;
+  CacheHooks& hooks_;
+  const RunnerSettings& settings_;
+  const std::vector<int32_t>& prompt_ids_;
+  PromptView view_;
+  Clock::time_point start_;
+  GenerationStats stats_;
+  std::vector<int32_t> generated_;
+  std::string stop_sequence_;
+};
+
+}  // namespace
+
+GenerationOutcome run_generation(GenerationJob& job, InferenceSession& session,
+                                 const ModelRuntime& runtime, CacheHooks& hooks,
+                                 const RunnerSettings& settings) {
+  return Run(job, session, runtime, hooks, settings).execute();
+}
+
+const char* openai_finish_reason(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kToolCalls:
+      return "tool_calls";
+    default:
+      return "stop";
+  }
+}
+
+const char* anthropic_stop_reason(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kLength:
+      return "max_tokens";
+    case FinishReason::kToolCalls:
+      return "tool_use";
+    case FinishReason::kStopSequence:
+      return "stop_sequence";
+    default:
+      return "end_turn";
+  }
+}
+
+}  // namespace qmlx::server

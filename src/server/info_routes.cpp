@@ -1,0 +1,131 @@
+// The routes that do not generate: GET /health and /v1/models; POST /tokenize, /detokenize
+// and /apply-template (shaped like llama.cpp's); POST /v1/messages/count_tokens (Anthropic).
+#include "base/error.h"
+#include "server/api_server_state.h"
+#include "server/request_parser.h"
+
+namespace qmlx::server {
+namespace {
+
+using json = nlohmann::json;
+
+void health(const httplib::Request&, httplib::Response& res, State& state) {
+  bool ready;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    ready = state.runtime != nullptr;
+  }
+  res.status = ready ? 200 : 503;
+  set_json(res, ready ? json{{"status", "ok"}}
+                      : json{{"status", "loading"},
+                             {"error", {{"code", 503}, {"message", "Loading model"}}}});
+}
+
+void models(const httplib::Request&, httplib::Response& res, State& state) {
+  auto runtime = state.ready_runtime();
+  json model = {{"id", runtime->model_id},
+                {"object", "model"},
+                {"type", "model"},
+                {"display_name", runtime->model_id},
+                {"created", 0},
+                {"created_at", "1970-01-01T00:00:00Z"},
+                {"owned_by", "qmlx"},
+                {"context_length", state.context_limit(*runtime)}};
+  set_json(res, {{"object", "list"},
+                 {"data", json::array({model})},
+                 {"has_more", false},
+                 {"first_id", runtime->model_id},
+                 {"last_id", runtime->model_id}});
+}
+
+const nlohmann::ordered_json& field(const nlohmann::ordered_json& body, const char* key,
+                                    json::value_t type, const char* expected) {
+  auto it = body.find(key);
+  if (it == body.end()) throw ApiError(400, std::string("'") + key + "' is required", key);
+  bool ok =
+      it->type() == type || (type == json::value_t::number_integer && it->is_number_integer());
+  if (!ok) throw ApiError(400, std::string("'") + key + "' must be " + expected, key);
+  return *it;
+}
+
+void tokenize(const httplib::Request& req, httplib::Response& res, State& state) {
+  auto runtime = state.ready_runtime();
+  auto body = parse_body(req.body);
+  std::string content = field(body, "content", json::value_t::string, "a string");
+  bool parse_special = body.value("parse_special", true);
+  bool with_pieces = body.value("with_pieces", false);
+  std::vector<int32_t> ids = runtime->tokenizer->encode(content, parse_special);
+  json tokens = json::array();
+  for (int32_t id : ids) {
+    if (with_pieces)
+      tokens.push_back({{"id", id}, {"piece", runtime->tokenizer->token_bytes(id)}});
+    else
+      tokens.push_back(id);
+  }
+  set_json(res, {{"tokens", tokens}});
+}
+
+void detokenize(const httplib::Request& req, httplib::Response& res, State& state) {
+  auto runtime = state.ready_runtime();
+  auto body = parse_body(req.body);
+  const json& tokens = field(body, "tokens", json::value_t::array, "an array of token ids");
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (!tokens[i].is_number_integer() || tokens[i].get<int64_t>() < 0 ||
+        tokens[i].get<int64_t>() >= runtime->tokenizer->vocab_size()) {
+      throw ApiError(400, "tokens[" + std::to_string(i) + "] is not a token id of this model",
+                     "tokens");
+    }
+    ids.push_back(tokens[i].get<int32_t>());
+  }
+  set_json(res, {{"content", runtime->tokenizer->decode(ids)}});
+}
+
+void apply_template(const httplib::Request& req, httplib::Response& res, State& state) {
+  auto runtime = state.ready_runtime();
+  auto body = parse_body(req.body);
+  GenerationRequest r = parse_chat_request(body, state.options.sampling);
+  bool add_generation_prompt = body.value("add_generation_prompt", true);
+  RenderedPrompt prompt;
+  try {
+    prompt = runtime->render_chat(r.messages, r.tools, add_generation_prompt, r.template_kwargs);
+  } catch (const Error& e) {
+    throw ApiError(400, std::string("cannot render the prompt: ") + e.what());
+  }
+  set_json(res, {{"prompt", prompt.text},
+                 {"tokens", prompt.ids},
+                 {"last_message_end", prompt.last_message_end},
+                 {"last_user_start", prompt.last_user_start}});
+}
+
+void count_tokens(const httplib::Request& req, httplib::Response& res, State& state) {
+  auto runtime = state.ready_runtime();
+  auto body = parse_body(req.body);
+  auto messages = anthropic_to_openai_messages(body);
+  auto tools = body.contains("tools") ? anthropic_to_openai_tools(body["tools"])
+                                      : nlohmann::ordered_json::array();
+  auto kwargs = nlohmann::ordered_json::object();
+  if (body.contains("thinking") && body["thinking"].is_object()) {
+    kwargs["enable_thinking"] = body["thinking"].value("type", "") == "enabled";
+  }
+  RenderedPrompt prompt;
+  try {
+    prompt = runtime->render_chat(messages, tools, true, kwargs);
+  } catch (const Error& e) {
+    throw ApiError(400, std::string("cannot render the prompt: ") + e.what());
+  }
+  set_json(res, {{"input_tokens", prompt.ids.size()}});
+}
+
+}  // namespace
+
+void add_info_routes(httplib::Server& http, State& state) {
+  add_route(http, state, "GET", {"/health", ApiStyle::kOpenAI, false}, health);
+  add_route(http, state, "GET", {"/v1/models", ApiStyle::kOpenAI}, models);
+  add_route(http, state, "POST", {"/tokenize", ApiStyle::kOpenAI}, tokenize);
+  add_route(http, state, "POST", {"/detokenize", ApiStyle::kOpenAI}, detokenize);
+  add_route(http, state, "POST", {"/apply-template", ApiStyle::kOpenAI}, apply_template);
+  add_route(http, state, "POST", {"/v1/messages/count_tokens", ApiStyle::kAnthropic}, count_tokens);
+}
+
+}  // namespace qmlx::server

@@ -1,0 +1,75 @@
+// ModelRuntime: everything the server needs from a loaded model, as a few narrow functions:
+// the tokenizer, the chat renderer, a Session factory and a sampler factory. The HTTP and
+// scheduling code depend only on this, so they are tested with a small fake model and the
+// real engine and text layers are plugged in by one adapter (runtime_loader.cpp).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/session_state.h"
+#include "server/generation_request.h"
+#include "text/output/output_format.h"
+#include "text/tokenizer/tokenizer.h"
+
+namespace qmlx::server {
+
+// A sequence being computed: position n, the logits of position n-1.
+class InferenceSession {
+ public:
+  virtual ~InferenceSession() = default;
+  virtual int64_t position() const = 0;
+  // Back to position 0.
+  virtual void reset() = 0;
+  // Appends tokens (the engine chunks internally); logits() is then of the last one.
+  virtual void prefill(std::span<const int32_t> ids) = 0;
+  virtual std::span<const float> logits() const = 0;
+  // The cache's view of the state (copy out checkpoints, install restores).
+  virtual StateSource& state_source() = 0;
+  virtual StateSink& state_sink() = 0;
+};
+
+// Picks the next token from logits; holds its own random state (seeded per request).
+class TokenSampler {
+ public:
+  virtual ~TokenSampler() = default;
+  // `history`: the prompt and generated tokens so far (for the penalties).
+  virtual int32_t sample(std::span<const float> logits, std::span<const int32_t> history) = 0;
+};
+
+// The chat template's output for one conversation.
+struct RenderedPrompt {
+  std::string text;
+  std::vector<int32_t> ids;
+  // Token offsets for the cache: end of the last message (before the generation prompt) and
+  // start of the last user message; -1 when unknown.
+  int64_t last_message_end = -1;
+  int64_t last_user_start = -1;
+};
+
+struct ModelRuntime {
+  std::string model_id;      // the id in /v1/models and in responses
+  std::string architecture;  // from config.json, for the start-up line
+  std::string description;   // layers by type, memory: the start-up summary
+  int64_t context_length = 0;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  std::vector<int32_t> stop_token_ids;  // end of turn / end of text
+  ToolCallFormat tool_call_format = ToolCallFormat::kJson;
+
+  // Messages and tools keep the client's key order: templates serialise them with tojson.
+  std::function<RenderedPrompt(const nlohmann::ordered_json& messages,
+                               const nlohmann::ordered_json& tools, bool add_generation_prompt,
+                               const nlohmann::ordered_json& kwargs)>
+      render_chat;
+  std::function<std::unique_ptr<InferenceSession>()> new_session;
+  std::function<std::unique_ptr<TokenSampler>(const SamplingParams& params, uint64_t seed)>
+      new_sampler;
+};
+
+}  // namespace qmlx::server

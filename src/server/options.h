@@ -1,0 +1,73 @@
+// ServerOptions: everything `qmlx serve` is configured with, from flags and the qMLX
+// cache_config.json. Parsing is separate from serving so validation errors surface (and
+// are tested) before any port opens or any model loads.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/logging.h"
+
+namespace qmlx::server {
+
+// Sampling values used when a request does not set them.
+struct SamplingDefaults {
+  double temperature = 1.0;
+  double top_p = 1.0;
+  int top_k = 0;  // 0 = off
+  double min_p = 0.0;
+  double repetition_penalty = 1.0;
+  double presence_penalty = 0.0;
+  double frequency_penalty = 0.0;
+};
+
+struct ServerOptions {
+  std::string model_path;  // empty: the built-in demo model
+  std::string cache_config_path;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int max_context = 0;  // 0: the model's own context length
+  bool hybrid_attention = false;
+  bool disk_kv_restore = false;
+  bool deltanet_state_aware = false;
+  int metrics_port = 0;  // 0: no metrics listener
+  std::string model_id;  // empty: the model folder's name
+  std::string api_key;   // empty: any non-empty key is accepted
+  int threads = 0;       // 0: all cores
+  SamplingDefaults sampling;
+  LogFormat log_format = LogFormat::kText;
+  int max_body_mb = 64;
+  int max_queue = 16;  // requests waiting for the engine beyond the active one
+  // The config file's "cache" object, passed through untouched to the cache's own parser.
+  nlohmann::json cache_config = nlohmann::json::object();
+  // Non-fatal findings (unknown keys, contradictions) to log once logging is configured.
+  std::vector<std::string> warnings;
+};
+
+// Outcome of parsing the command line: options, or an exit code with text already printed
+// (for --help and for errors).
+struct ParsedCommandLine {
+  std::optional<ServerOptions> options;
+  int exit_code = 0;
+};
+
+// argv[0] is "serve". Applies the config file, then the flags given on top of it; checks
+// every value. Prints --help or the error itself.
+ParsedCommandLine parse_serve_command_line(int argc, char** argv);
+
+// Merges a parsed cache_config.json document into `options`, skipping the fields named in
+// `set_by_flags` ("model", "hybrid_attention", "deltanet_state_aware"). Throws qmlx::Error
+// naming the file and key on an invalid value; unknown keys become warnings.
+void apply_config_file(const nlohmann::json& document, const std::string& file_name,
+                       const std::vector<std::string>& set_by_flags, ServerOptions& options);
+
+// Checks values that no single field can check alone (the model exists, ports differ...).
+void validate_options(const ServerOptions& options);
+
+// The --help text for the config file, listing every key.
+const char* config_file_help();
+
+}  // namespace qmlx::server

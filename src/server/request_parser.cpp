@@ -1,0 +1,469 @@
+#include "server/request_parser.h"
+
+namespace qmlx::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+[[noreturn]] void bad_field(const std::string& field, const std::string& what) {
+  throw ApiError(400, "'" + field + "' " + what, field);
+}
+
+const json* optional_field(const json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+const json& required_field(const json& object, const char* key, const std::string& path) {
+  const json* value = optional_field(object, key);
+  if (value == nullptr) bad_field(path, "is required");
+  return *value;
+}
+
+std::optional<double> number_field(const json& body, const char* key, double lo, double hi) {
+  const json* v = optional_field(body, key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_number()) bad_field(key, "must be a number");
+  double x = v->get<double>();
+  if (x < lo || x > hi) {
+    bad_field(key, "must be between " + json(lo).dump() + " and " + json(hi).dump());
+  }
+  return x;
+}
+
+std::optional<int64_t> integer_field(const json& body, const char* key, int64_t lo) {
+  const json* v = optional_field(body, key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_number_integer()) bad_field(key, "must be an integer");
+  int64_t x = v->get<int64_t>();
+  if (x < lo) bad_field(key, "must be at least " + std::to_string(lo));
+  return x;
+}
+
+bool bool_field(const json& body, const char* key, bool fallback) {
+  const json* v = optional_field(body, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) bad_field(key, "must be a boolean");
+  return v->get<bool>();
+}
+
+std::string model_field(const json& body) {
+  const json* v = optional_field(body, "model");
+  if (v == nullptr) return "";
+  if (!v->is_string()) bad_field("model", "must be a string");
+  return v->get<std::string>();
+}
+
+SamplingParams parse_sampling(const json& body, const SamplingDefaults& d) {
+  SamplingParams s;
+  s.temperature = number_field(body, "temperature", 0, 100).value_or(d.temperature);
+  s.top_p = number_field(body, "top_p", 0, 1).value_or(d.top_p);
+  s.top_k = static_cast<int>(integer_field(body, "top_k", 0).value_or(d.top_k));
+  s.min_p = number_field(body, "min_p", 0, 1).value_or(d.min_p);
+  s.repetition_penalty =
+      number_field(body, "repetition_penalty", 0, 100).value_or(d.repetition_penalty);
+  s.presence_penalty = number_field(body, "presence_penalty", -2, 2).value_or(d.presence_penalty);
+  s.frequency_penalty =
+      number_field(body, "frequency_penalty", -2, 2).value_or(d.frequency_penalty);
+  if (const json* seed = optional_field(body, "seed")) {
+    if (!seed->is_number_integer()) bad_field("seed", "must be an integer");
+    s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>()
+                                        : static_cast<uint64_t>(seed->get<int64_t>());
+  }
+  return s;
+}
+
+std::vector<std::string> parse_stop(const json& body, const char* key) {
+  const json* v = optional_field(body, key);
+  if (v == nullptr) return {};
+  if (v->is_string()) return {v->get<std::string>()};
+  if (!v->is_array()) bad_field(key, "must be a string or an array of strings");
+  std::vector<std::string> stops;
+  for (const auto& s : *v) {
+    if (!s.is_string()) bad_field(key, "must be a string or an array of strings");
+    if (!s.get<std::string>().empty()) stops.push_back(s.get<std::string>());
+  }
+  return stops;
+}
+
+void parse_max_tokens(const json& body, GenerationRequest& r, const char* primary,
+                      const char* alternative) {
+  auto value = integer_field(body, primary, 1);
+  if (!value && alternative) value = integer_field(body, alternative, 1);
+  if (value) r.max_tokens = static_cast<int>(std::min<int64_t>(*value, 1 << 30));
+}
+
+// Text of OpenAI content: a string, or an array of parts whose text parts are joined by "\n".
+std::string content_text(const json& content, const std::string& path) {
+  if (content.is_null()) return "";
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) bad_field(path, "must be a string or an array of content parts");
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& part = content[i];
+    std::string part_path = path + "[" + std::to_string(i) + "]";
+    if (!part.is_object()) bad_field(part_path, "must be an object");
+    const json& type = required_field(part, "type", part_path + ".type");
+    if (type != "text" && type != "input_text") {
+      bad_field(part_path + ".type", "is " + type.dump() + ": this model accepts text parts only");
+    }
+    const json& t = required_field(part, "text", part_path + ".text");
+    if (!t.is_string()) bad_field(part_path + ".text", "must be a string");
+    if (!text.empty()) text += "\n";
+    text += t.get<std::string>();
+  }
+  return text;
+}
+
+// Chat templates iterate tool-call arguments as a mapping; clients send a JSON string.
+json arguments_object(const json& arguments, const std::string& path) {
+  if (arguments.is_object()) return arguments;
+  if (!arguments.is_string()) bad_field(path, "must be a JSON string");
+  json parsed = json::parse(arguments.get<std::string>(), nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object()) return arguments;
+  return parsed;
+}
+
+json normalize_tool_calls(const json& calls, const std::string& path) {
+  if (!calls.is_array()) bad_field(path, "must be an array");
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    std::string p = path + "[" + std::to_string(i) + "]";
+    const json& call = calls[i];
+    if (!call.is_object()) bad_field(p, "must be an object");
+    const json& fn = required_field(call, "function", p + ".function");
+    if (!fn.is_object()) bad_field(p + ".function", "must be an object");
+    const json& name = required_field(fn, "name", p + ".function.name");
+    if (!name.is_string()) bad_field(p + ".function.name", "must be a string");
+    const json* args = optional_field(fn, "arguments");
+    json normalized = call;
+    normalized["type"] = "function";
+    normalized["function"]["arguments"] =
+        args ? arguments_object(*args, p + ".function.arguments") : json::object();
+    out.push_back(normalized);
+  }
+  return out;
+}
+
+json normalize_openai_messages(const json& messages) {
+  if (!messages.is_array()) bad_field("messages", "must be an array");
+  if (messages.empty()) bad_field("messages", "must not be empty");
+  json out = json::array();
+  for (size_t i = 0; i < messages.size(); ++i) {
+    std::string p = "messages[" + std::to_string(i) + "]";
+    const json& m = messages[i];
+    if (!m.is_object()) bad_field(p, "must be an object");
+    const json& role = required_field(m, "role", p + ".role");
+    if (!role.is_string()) bad_field(p + ".role", "must be a string");
+    std::string r = role.get<std::string>();
+    if (r == "developer") r = "system";
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool") {
+      bad_field(p + ".role", "must be one of system, user, assistant, tool");
+    }
+    json msg = {{"role", r}, {"content", content_text(m.value("content", json()), p + ".content")}};
+    if (const json* reasoning = optional_field(m, "reasoning_content")) {
+      if (!reasoning->is_string()) bad_field(p + ".reasoning_content", "must be a string");
+      msg["reasoning_content"] = *reasoning;
+    }
+    if (const json* calls = optional_field(m, "tool_calls")) {
+      msg["tool_calls"] = normalize_tool_calls(*calls, p + ".tool_calls");
+    }
+    for (const char* key : {"tool_call_id", "name"}) {
+      if (const json* v = optional_field(m, key)) msg[key] = *v;
+    }
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+json normalize_openai_tools(const json& tools) {
+  if (!tools.is_array()) bad_field("tools", "must be an array");
+  for (size_t i = 0; i < tools.size(); ++i) {
+    std::string p = "tools[" + std::to_string(i) + "]";
+    if (!tools[i].is_object()) bad_field(p, "must be an object");
+    const json& fn = required_field(tools[i], "function", p + ".function");
+    const json& name = required_field(fn, "name", p + ".function.name");
+    if (!name.is_string()) bad_field(p + ".function.name", "must be a string");
+  }
+  return tools;
+}
+
+void parse_openai_tool_choice(const json& body, GenerationRequest& r) {
+  const json* v = optional_field(body, "tool_choice");
+  if (v == nullptr) return;
+  if (v->is_string()) {
+    std::string s = v->get<std::string>();
+    if (s == "auto")
+      r.tool_choice = ToolChoiceMode::kAuto;
+    else if (s == "none")
+      r.tool_choice = ToolChoiceMode::kNone;
+    else if (s == "required")
+      r.tool_choice = ToolChoiceMode::kRequired;
+    else
+      bad_field("tool_choice", "must be auto, none, required or a named function");
+    return;
+  }
+  if (!v->is_object()) bad_field("tool_choice", "must be a string or an object");
+  const json& fn = required_field(*v, "function", "tool_choice.function");
+  const json& name = required_field(fn, "name", "tool_choice.function.name");
+  if (!name.is_string()) bad_field("tool_choice.function.name", "must be a string");
+  r.tool_choice = ToolChoiceMode::kNamed;
+  r.tool_choice_name = name.get<std::string>();
+}
+
+void parse_logprobs(const json& body, GenerationRequest& r, bool completions) {
+  if (completions) {
+    // Legacy completions: `logprobs` is the number of alternatives (0..20).
+    if (const json* v = optional_field(body, "logprobs")) {
+      if (v->is_boolean()) {
+        r.logprobs = v->get<bool>();
+      } else {
+        if (!v->is_number_integer()) bad_field("logprobs", "must be an integer");
+        r.logprobs = true;
+        r.top_logprobs = v->get<int>();
+        if (r.top_logprobs < 0 || r.top_logprobs > 20) bad_field("logprobs", "must be 0..20");
+      }
+    }
+    return;
+  }
+  r.logprobs = bool_field(body, "logprobs", false);
+  r.top_logprobs = static_cast<int>(integer_field(body, "top_logprobs", 0).value_or(0));
+  if (r.top_logprobs > 20) bad_field("top_logprobs", "must be 0..20");
+  if (r.top_logprobs > 0) r.logprobs = true;
+}
+
+void parse_stream(const json& body, GenerationRequest& r) {
+  r.stream = bool_field(body, "stream", false);
+  r.return_progress = bool_field(body, "return_progress", false);
+  if (const json* options = optional_field(body, "stream_options")) {
+    if (!options->is_object()) bad_field("stream_options", "must be an object");
+    r.include_usage = bool_field(*options, "include_usage", false);
+  }
+}
+
+std::string anthropic_block_text(const json& content, const std::string& path) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) bad_field(path, "must be a string or an array of content blocks");
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    std::string p = path + "[" + std::to_string(i) + "]";
+    const json& block = content[i];
+    if (!block.is_object()) bad_field(p, "must be an object");
+    const json& type = required_field(block, "type", p + ".type");
+    if (type != "text") bad_field(p + ".type", "must be text here");
+    const json& t = required_field(block, "text", p + ".text");
+    if (!t.is_string()) bad_field(p + ".text", "must be a string");
+    if (!text.empty()) text += "\n";
+    text += t.get<std::string>();
+  }
+  return text;
+}
+
+// One Anthropic message may become several OpenAI ones: tool_result blocks are tool messages.
+void append_anthropic_message(const json& m, const std::string& p, json& out) {
+  if (!m.is_object()) bad_field(p, "must be an object");
+  const json& role = required_field(m, "role", p + ".role");
+  if (role != "user" && role != "assistant") bad_field(p + ".role", "must be user or assistant");
+  const json& content = required_field(m, "content", p + ".content");
+  if (content.is_string()) {
+    out.push_back({{"role", role}, {"content", content}});
+    return;
+  }
+  if (!content.is_array()) bad_field(p + ".content", "must be a string or an array of blocks");
+  json msg = {{"role", role}, {"content", ""}};
+  std::string text, reasoning;
+  json tool_calls = json::array();
+  for (size_t i = 0; i < content.size(); ++i) {
+    std::string bp = p + ".content[" + std::to_string(i) + "]";
+    const json& block = content[i];
+    if (!block.is_object()) bad_field(bp, "must be an object");
+    const json& type = required_field(block, "type", bp + ".type");
+    if (!type.is_string()) bad_field(bp + ".type", "must be a string");
+    std::string t = type.get<std::string>();
+    if (t == "text") {
+      const json& s = required_field(block, "text", bp + ".text");
+      if (!s.is_string()) bad_field(bp + ".text", "must be a string");
+      if (!text.empty()) text += "\n";
+      text += s.get<std::string>();
+    } else if (t == "thinking") {
+      const json& s = required_field(block, "thinking", bp + ".thinking");
+      if (!s.is_string()) bad_field(bp + ".thinking", "must be a string");
+      reasoning += s.get<std::string>();
+    } else if (t == "redacted_thinking") {
+      continue;
+    } else if (t == "tool_use") {
+      const json& id = required_field(block, "id", bp + ".id");
+      const json& name = required_field(block, "name", bp + ".name");
+      if (!name.is_string()) bad_field(bp + ".name", "must be a string");
+      json input = block.value("input", json::object());
+      if (!input.is_object()) bad_field(bp + ".input", "must be an object");
+      tool_calls.push_back(
+          {{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", input}}}});
+    } else if (t == "tool_result") {
+      const json& id = required_field(block, "tool_use_id", bp + ".tool_use_id");
+      const json* result = optional_field(block, "content");
+      out.push_back({{"role", "tool"},
+                     {"tool_call_id", id},
+                     {"content", result ? anthropic_block_text(*result, bp + ".content") : ""}});
+    } else {
+      bad_field(bp + ".type", "is \"" + t +
+                                  "\": this model accepts text, thinking, tool_use and "
+                                  "tool_result blocks");
+    }
+  }
+  if (text.empty() && reasoning.empty() && tool_calls.empty()) return;
+  msg["content"] = text;
+  if (!reasoning.empty()) msg["reasoning_content"] = reasoning;
+  if (!tool_calls.empty()) msg["tool_calls"] = tool_calls;
+  out.push_back(std::move(msg));
+}
+
+void parse_anthropic_tool_choice(const json& body, GenerationRequest& r) {
+  const json* v = optional_field(body, "tool_choice");
+  if (v == nullptr) return;
+  if (!v->is_object()) bad_field("tool_choice", "must be an object");
+  const json& type = required_field(*v, "type", "tool_choice.type");
+  if (type == "auto")
+    r.tool_choice = ToolChoiceMode::kAuto;
+  else if (type == "any")
+    r.tool_choice = ToolChoiceMode::kRequired;
+  else if (type == "none")
+    r.tool_choice = ToolChoiceMode::kNone;
+  else if (type == "tool") {
+    const json& name = required_field(*v, "name", "tool_choice.name");
+    if (!name.is_string()) bad_field("tool_choice.name", "must be a string");
+    r.tool_choice = ToolChoiceMode::kNamed;
+    r.tool_choice_name = name.get<std::string>();
+  } else {
+    bad_field("tool_choice.type", "must be auto, any, tool or none");
+  }
+}
+
+void parse_anthropic_thinking(const json& body, GenerationRequest& r) {
+  const json* v = optional_field(body, "thinking");
+  if (v == nullptr) return;
+  if (!v->is_object()) bad_field("thinking", "must be an object");
+  const json& type = required_field(*v, "type", "thinking.type");
+  if (type == "enabled")
+    r.template_kwargs["enable_thinking"] = true;
+  else if (type == "disabled")
+    r.template_kwargs["enable_thinking"] = false;
+  else
+    bad_field("thinking.type", "must be enabled or disabled");
+}
+
+std::vector<int32_t> token_id_prompt(const json& prompt) {
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (!prompt[i].is_number_integer() || prompt[i].get<int64_t>() < 0 ||
+        prompt[i].get<int64_t>() > INT32_MAX) {
+      bad_field("prompt[" + std::to_string(i) + "]", "must be a token id");
+    }
+    ids.push_back(prompt[i].get<int32_t>());
+  }
+  return ids;
+}
+
+}  // namespace
+
+json parse_body(const std::string& body) {
+  json parsed = json::parse(body, nullptr, false);
+  if (parsed.is_discarded()) throw ApiError(400, "malformed JSON in the request body");
+  if (!parsed.is_object()) throw ApiError(400, "the request body must be a JSON object");
+  return parsed;
+}
+
+GenerationRequest parse_chat_request(const json& body, const SamplingDefaults& defaults) {
+  GenerationRequest r;
+  r.route = Route::kChatCompletions;
+  r.model = model_field(body);
+  r.messages = normalize_openai_messages(required_field(body, "messages", "messages"));
+  if (const json* tools = optional_field(body, "tools")) r.tools = normalize_openai_tools(*tools);
+  parse_openai_tool_choice(body, r);
+  parse_stream(body, r);
+  parse_max_tokens(body, r, "max_completion_tokens", "max_tokens");
+  r.sampling = parse_sampling(body, defaults);
+  r.stop = parse_stop(body, "stop");
+  parse_logprobs(body, r, false);
+  if (const json* kwargs = optional_field(body, "chat_template_kwargs")) {
+    if (!kwargs->is_object()) bad_field("chat_template_kwargs", "must be an object");
+    r.template_kwargs = *kwargs;
+  }
+  return r;
+}
+
+GenerationRequest parse_completion_request(const json& body, const SamplingDefaults& defaults) {
+  GenerationRequest r;
+  r.route = Route::kCompletions;
+  r.model = model_field(body);
+  const json& prompt = required_field(body, "prompt", "prompt");
+  if (prompt.is_string()) {
+    r.prompt_text = prompt.get<std::string>();
+  } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
+    r.prompt_text = prompt[0].get<std::string>();
+  } else if (prompt.is_array() && !prompt.empty()) {
+    r.prompt_ids = token_id_prompt(prompt);
+  } else {
+    bad_field("prompt", "must be a string or a non-empty array of token ids");
+  }
+  parse_stream(body, r);
+  parse_max_tokens(body, r, "max_tokens", nullptr);
+  if (!r.max_tokens) r.max_tokens = 16;  // the OpenAI completions default
+  r.sampling = parse_sampling(body, defaults);
+  r.stop = parse_stop(body, "stop");
+  parse_logprobs(body, r, true);
+  r.echo = bool_field(body, "echo", false);
+  return r;
+}
+
+json anthropic_to_openai_messages(const json& body) {
+  json out = json::array();
+  if (const json* system = optional_field(body, "system")) {
+    out.push_back({{"role", "system"}, {"content", anthropic_block_text(*system, "system")}});
+  }
+  const json& messages = required_field(body, "messages", "messages");
+  if (!messages.is_array()) bad_field("messages", "must be an array");
+  if (messages.empty()) bad_field("messages", "must not be empty");
+  for (size_t i = 0; i < messages.size(); ++i) {
+    append_anthropic_message(messages[i], "messages[" + std::to_string(i) + "]", out);
+  }
+  return out;
+}
+
+json anthropic_to_openai_tools(const json& tools) {
+  if (!tools.is_array()) bad_field("tools", "must be an array");
+  json out = json::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    std::string p = "tools[" + std::to_string(i) + "]";
+    const json& tool = tools[i];
+    if (!tool.is_object()) bad_field(p, "must be an object");
+    const json& name = required_field(tool, "name", p + ".name");
+    if (!name.is_string()) bad_field(p + ".name", "must be a string");
+    json fn = {{"name", name},
+               {"parameters", tool.value("input_schema", json{{"type", "object"}})}};
+    if (tool.contains("description")) fn["description"] = tool["description"];
+    out.push_back({{"type", "function"}, {"function", fn}});
+  }
+  return out;
+}
+
+GenerationRequest parse_messages_request(const json& body, const SamplingDefaults& defaults) {
+  GenerationRequest r;
+  r.route = Route::kMessages;
+  r.model = model_field(body);
+  r.messages = anthropic_to_openai_messages(body);
+  if (const json* tools = optional_field(body, "tools"))
+    r.tools = anthropic_to_openai_tools(*tools);
+  parse_anthropic_tool_choice(body, r);
+  parse_anthropic_thinking(body, r);
+  r.stream = bool_field(body, "stream", false);
+  r.return_progress = bool_field(body, "return_progress", false);
+  required_field(body, "max_tokens", "max_tokens");
+  parse_max_tokens(body, r, "max_tokens", nullptr);
+  r.sampling = parse_sampling(body, defaults);
+  r.stop = parse_stop(body, "stop_sequences");
+  return r;
+}
+
+}  // namespace qmlx::server

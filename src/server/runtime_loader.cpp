@@ -1,0 +1,157 @@
+#include "server/runtime_loader.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/error.h"
+#include "base/logging.h"
+#include "base/process.h"
+#include "engine/sampler.h"
+#include "engine/session.h"
+#include "text/template/chat_prompt.h"
+
+namespace qmlx::server {
+namespace {
+
+namespace fs = std::filesystem;
+using ordered_json = nlohmann::ordered_json;
+
+class EngineSession : public InferenceSession {
+ public:
+  explicit EngineSession(std::shared_ptr<const Model> model) : session_(std::move(model)) {}
+  int64_t position() const override { return session_.position(); }
+  void reset() override { session_.reset(0); }
+  void prefill(std::span<const int32_t> ids) override { session_.prefill(ids); }
+  std::span<const float> logits() const override { return session_.logits(); }
+  StateSource& state_source() override { return session_; }
+  StateSink& state_sink() override { return session_; }
+
+ private:
+  Session session_;
+};
+
+class EngineSampler : public TokenSampler {
+ public:
+  EngineSampler(const qmlx::SamplingParams& params, int32_t max_token_id)
+      : sampler_(params, max_token_id) {}
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> history) override {
+    return sampler_.sample(logits, history);
+  }
+
+ private:
+  Sampler sampler_;
+};
+
+qmlx::SamplingParams engine_params(const SamplingParams& p, uint64_t seed) {
+  qmlx::SamplingParams e;
+  e.temperature = static_cast<float>(p.temperature);
+  e.top_k = p.top_k;
+  e.top_p = static_cast<float>(p.top_p);
+  e.min_p = static_cast<float>(p.min_p);
+  e.repetition_penalty = static_cast<float>(p.repetition_penalty);
+  e.presence_penalty = static_cast<float>(p.presence_penalty);
+  e.frequency_penalty = static_cast<float>(p.frequency_penalty);
+  e.seed = seed;
+  return e;
+}
+
+int64_t context_length_of(const std::string& dir) {
+  std::ifstream in(fs::path(dir) / "config.json");
+  auto config = nlohmann::json::parse(in, nullptr, false);
+  if (config.is_discarded()) return 0;
+  for (const auto* section :
+       {&config, config.contains("text_config") ? &config["text_config"] : &config}) {
+    auto it = section->find("max_position_embeddings");
+    if (it != section->end() && it->is_number_integer()) return it->get<int64_t>();
+  }
+  return 0;
+}
+
+std::vector<int32_t> stop_ids(const Tokenizer& tokenizer, const ChatTemplate& chat) {
+  std::vector<int32_t> ids;
+  for (const std::string& name :
+       {std::string("<|im_end|>"), std::string("<|endoftext|>"), chat.eos_token()}) {
+    if (name.empty()) continue;
+    auto id = tokenizer.token_id(name);
+    if (id && std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
+  }
+  return ids;
+}
+
+RenderedPrompt render(const ChatTemplate& chat, const Tokenizer& tokenizer,
+                      const ordered_json& messages, const ordered_json& tools,
+                      bool add_generation_prompt, const ordered_json& kwargs) {
+  ChatPrompt prompt =
+      render_chat_prompt(chat, tokenizer, messages, tools.empty() ? ordered_json(nullptr) : tools,
+                         add_generation_prompt, kwargs);
+  return {std::move(prompt.text), std::move(prompt.ids),
+          static_cast<int64_t>(prompt.last_message_end),
+          static_cast<int64_t>(prompt.last_user_start)};
+}
+
+std::string describe_layers(const ModelConfig& config) {
+  int full = 0;
+  for (int i = 0; i < config.num_layers; ++i) full += config.is_full_attention(i) ? 1 : 0;
+  std::string text = std::to_string(config.num_layers) + " layers (" + std::to_string(full) +
+                     " full attention, " + std::to_string(config.num_layers - full) +
+                     " Gated DeltaNet)";
+  if (config.num_experts > 0) {
+    text += ", MoE " + std::to_string(config.num_experts) + " experts top-" +
+            std::to_string(config.experts_per_token);
+  }
+  return text;
+}
+
+void warn_on_contradictions(const ModelConfig& config, const ServerOptions& options) {
+  bool recurrent = false;
+  for (int i = 0; i < config.num_layers; ++i) recurrent |= !config.is_full_attention(i);
+  if (options.hybrid_attention && !recurrent) {
+    log_warn("--hybrid-attention was given, but the model (" + config.model_type +
+             ") has attention layers only; continuing with the detected architecture");
+  }
+  if (options.deltanet_state_aware && !recurrent) {
+    log_warn("deltanet_state_aware / --disk-kv-restore was given, but the model (" +
+             config.model_type + ") has no Gated DeltaNet layers; nothing to do for them");
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
+                                                 const ServerOptions& options) {
+  log_info("loading model from " + model_dir);
+  std::shared_ptr<const Model> model = Model::load(model_dir);
+  log_info("loaded weights (" + std::to_string(current_rss_bytes() >> 20) + " MiB resident)");
+  std::shared_ptr<const Tokenizer> tokenizer = Tokenizer::from_file(model_dir);
+  auto chat = std::make_shared<const ChatTemplate>(ChatTemplate::from_model_dir(model_dir));
+  log_info("loaded tokenizer and chat template");
+  warn_on_contradictions(model->config(), options);
+
+  auto runtime = std::make_shared<ModelRuntime>();
+  std::string folder = fs::path(model_dir).lexically_normal().filename().string();
+  if (folder.empty()) folder = fs::path(model_dir).lexically_normal().parent_path().filename();
+  runtime->model_id = options.model_id.empty() ? folder : options.model_id;
+  runtime->architecture = model->config().model_type;
+  runtime->description = describe_layers(model->config());
+  runtime->context_length = context_length_of(model_dir);
+  runtime->tokenizer = tokenizer;
+  runtime->stop_token_ids = stop_ids(*tokenizer, *chat);
+  runtime->tool_call_format = tool_call_format_for_template(chat->source());
+  runtime->render_chat = [chat, tokenizer](const ordered_json& messages, const ordered_json& tools,
+                                           bool add_generation_prompt, const ordered_json& kwargs) {
+    return render(*chat, *tokenizer, messages, tools, add_generation_prompt, kwargs);
+  };
+  runtime->new_session = [model] { return std::make_unique<EngineSession>(model); };
+  int32_t max_token_id = tokenizer->vocab_size() - 1;
+  runtime->new_sampler = [max_token_id](const SamplingParams& params, uint64_t seed) {
+    return make_engine_sampler(params, seed, max_token_id);
+  };
+  return runtime;
+}
+
+std::unique_ptr<TokenSampler> make_engine_sampler(const SamplingParams& params, uint64_t seed,
+                                                  int32_t max_token_id) {
+  return std::make_unique<EngineSampler>(engine_params(params, seed), max_token_id);
+}
+
+}  // namespace qmlx::server

@@ -1,0 +1,87 @@
+#include "server/server_metrics.h"
+
+#include <cstdio>
+
+#include "base/process.h"
+#include "server/generation_runner.h"
+
+namespace qmlx::server {
+namespace {
+
+const std::vector<double> kSecondsBuckets = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+const std::vector<double> kRateBuckets = {1,   2.5, 5,    10,   25,   50,   100,
+                                          250, 500, 1000, 2500, 5000, 10000};
+
+const char* finish_name(FinishReason reason) {
+  return reason == FinishReason::kCancelled ? "cancelled" : openai_finish_reason(reason);
+}
+
+}  // namespace
+
+ServerMetrics::ServerMetrics(MetricsRegistry& registry)
+    : registry_(registry),
+      requests_(registry.counter("qmlx_requests_total", "HTTP requests by route and status",
+                                 {"route", "status"})),
+      in_flight_(registry.gauge("qmlx_requests_in_flight", "HTTP requests being served")),
+      prompt_tokens_(
+          registry.counter("qmlx_prompt_tokens_total", "Prompt tokens of generation requests")),
+      prefill_tokens_(registry.counter("qmlx_prefill_tokens_total",
+                                       "Prompt tokens computed by prefill (not from the cache)")),
+      completion_tokens_(registry.counter("qmlx_completion_tokens_total", "Generated tokens")),
+      ttft_seconds_(registry.histogram("qmlx_ttft_seconds",
+                                       "Time from the start of processing to the first token",
+                                       kSecondsBuckets)),
+      prefill_tps_(registry.histogram("qmlx_prefill_tokens_per_second",
+                                      "Prefill throughput per request", kRateBuckets)),
+      decode_tps_(registry.histogram("qmlx_decode_tokens_per_second",
+                                     "Decode throughput per request", kRateBuckets)) {
+  registry.gauge("process_resident_memory_bytes", "Resident memory size in bytes").set_function([] {
+    return static_cast<double>(current_rss_bytes());
+  });
+}
+
+void ServerMetrics::record_request(const std::string& route, int status) {
+  requests_.add(1, {route, std::to_string(status)});
+}
+
+void ServerMetrics::add_in_flight(int delta) { in_flight_.add(delta); }
+
+void ServerMetrics::record_generation(const GenerationStats& stats) {
+  prompt_tokens_.add(static_cast<double>(stats.prompt_tokens));
+  prefill_tokens_.add(static_cast<double>(stats.prefill_tokens));
+  completion_tokens_.add(static_cast<double>(stats.completion_tokens));
+  if (stats.completion_tokens > 0) ttft_seconds_.observe(stats.ttft_ms / 1000.0);
+  if (stats.prefill_tokens > 0 && stats.prefill_ms > 0) {
+    prefill_tps_.observe(stats.prefill_tokens_per_second());
+  }
+  if (stats.completion_tokens > 1 && stats.decode_ms > 0) {
+    decode_tps_.observe(stats.decode_tokens_per_second());
+  }
+}
+
+std::string request_log_line(uint64_t uid, FinishReason finish, const GenerationStats& stats) {
+  char line[512];
+  std::snprintf(
+      line, sizeof line,
+      "uid=%llu %s cached=%lld prefill=%lld prompt=%lld completion=%lld ttft=%.1fms "
+      "prefill_speed=%.1ftok/s decode_speed=%.1ftok/s queue=%.1fms finish=%s",
+      static_cast<unsigned long long>(uid), stats.cached_tokens > 0 ? "HIT" : "MISS",
+      static_cast<long long>(stats.cached_tokens), static_cast<long long>(stats.prefill_tokens),
+      static_cast<long long>(stats.prompt_tokens), static_cast<long long>(stats.completion_tokens),
+      stats.ttft_ms, stats.prefill_tokens_per_second(), stats.decode_tokens_per_second(),
+      stats.queue_ms, finish_name(finish));
+  std::string out = line;
+  const CacheLookupResult& cache = stats.cache;
+  if (stats.cached_tokens > 0) {
+    std::snprintf(line, sizeof line,
+                  " kind=%s tier=%s lookup=%.1fms read=%.1fms verify=%.1fms install=%.1fms",
+                  cache.kind.c_str(), cache.tier.c_str(), cache.lookup_ms, cache.read_ms,
+                  cache.verify_ms, cache.install_ms);
+    out += line;
+  } else if (!cache.miss_reason.empty()) {
+    out += " miss_reason=" + cache.miss_reason;
+  }
+  return out;
+}
+
+}  // namespace qmlx::server

@@ -1,0 +1,37 @@
+// ServerMetrics: the server's own Prometheus families, registered once in a shared registry
+// (the cache registers its families in the same one), and the one-line request log.
+#pragma once
+
+#include <string>
+
+#include "server/generation_job.h"
+#include "server/metrics.h"
+
+namespace qmlx::server {
+
+class ServerMetrics {
+ public:
+  explicit ServerMetrics(MetricsRegistry& registry);
+
+  void record_request(const std::string& route, int status);
+  void add_in_flight(int delta);
+  void record_generation(const GenerationStats& stats);
+
+  MetricsRegistry& registry() { return registry_; }
+
+ private:
+  MetricsRegistry& registry_;
+  Counter& requests_;
+  Gauge& in_flight_;
+  Counter& prompt_tokens_;
+  Counter& prefill_tokens_;
+  Counter& completion_tokens_;
+  Histogram& ttft_seconds_;
+  Histogram& prefill_tps_;
+  Histogram& decode_tps_;
+};
+
+// The per-request log line: starts exactly `uid=<n> <HIT|MISS> cached=<c> prefill=<p>`.
+std::string request_log_line(uint64_t uid, FinishReason finish, const GenerationStats& stats);
+
+}  // namespace qmlx::server

@@ -1,0 +1,116 @@
+#include "cache/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "base/error.h"
+
+namespace qmlx {
+namespace {
+
+using nlohmann::json;
+
+ParsedCacheConfig parse(const json& cache) {
+  return parse_cache_config({{"cache", cache}}, "c.json");
+}
+
+std::string error_of(const json& cache) {
+  try {
+    parse(cache);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CacheConfig, DefaultsAreSensible) {
+  ParsedCacheConfig parsed = parse(json::object());
+  const CacheConfig& c = parsed.config;
+  EXPECT_TRUE(c.memory_prefix_cache);
+  EXPECT_TRUE(c.disk_kv_cache);
+  EXPECT_TRUE(c.restore_guard_enabled);
+  EXPECT_TRUE(c.token_blob_checksum);
+  EXPECT_TRUE(c.fsync);
+  EXPECT_EQ(c.chunk_tokens, 256);
+  EXPECT_EQ(c.prefill_checkpoint_tokens, 4096);
+  EXPECT_EQ(c.checkpoint_interval_tokens, 0);
+  EXPECT_EQ(c.eviction_policy, EvictionPolicy::kUnmatchableFirst);
+  EXPECT_GT(c.low_water_fraction, 0);
+  EXPECT_LT(c.low_water_fraction, 1);
+  EXPECT_FALSE(c.disk_cache_dir.empty());
+  EXPECT_TRUE(parsed.warnings.empty());
+}
+
+TEST(CacheConfig, ReadsEveryKey) {
+  setenv("HOME", "/home/tester", 1);
+  ParsedCacheConfig parsed = parse({{"memory_prefix_cache", false},
+                                    {"disk_kv_cache", true},
+                                    {"disk_cache_dir", "~/kv"},
+                                    {"disk_cache_max_gb", 1.5},
+                                    {"checkpoint_interval_tokens", 512},
+                                    {"eviction_policy", "lru"},
+                                    {"restore_guard_enabled", false},
+                                    {"token_blob_checksum", false},
+                                    {"chunk_tokens", 128},
+                                    {"prefill_checkpoint_tokens", 2048},
+                                    {"memory_cache_max_mb", 100},
+                                    {"low_water_fraction", 0.5},
+                                    {"guard_margin_mb", 10},
+                                    {"fsync", false}});
+  const CacheConfig& c = parsed.config;
+  EXPECT_FALSE(c.memory_prefix_cache);
+  EXPECT_EQ(c.disk_cache_dir, "/home/tester/kv");
+  EXPECT_EQ(c.disk_cap_bytes(), uint64_t(1.5 * (1ull << 30)));
+  EXPECT_EQ(c.checkpoint_interval_tokens, 512);
+  EXPECT_EQ(c.eviction_policy, EvictionPolicy::kLru);
+  EXPECT_FALSE(c.restore_guard_enabled);
+  EXPECT_FALSE(c.token_blob_checksum);
+  EXPECT_EQ(c.chunk_tokens, 128);
+  EXPECT_EQ(c.prefill_checkpoint_tokens, 2048);
+  EXPECT_EQ(c.memory_cap_bytes(), 100ull << 20);
+  EXPECT_EQ(c.low_water_fraction, 0.5);
+  EXPECT_EQ(c.guard_margin_bytes(), 10ull << 20);
+  EXPECT_FALSE(c.fsync);
+}
+
+TEST(CacheConfig, EveryBadValueNamesItsKey) {
+  const std::vector<std::pair<std::string, json>> bad = {{"memory_prefix_cache", "yes"},
+                                                         {"disk_kv_cache", 1},
+                                                         {"disk_cache_dir", ""},
+                                                         {"disk_cache_max_gb", 0},
+                                                         {"disk_cache_max_gb", "big"},
+                                                         {"checkpoint_interval_tokens", -1},
+                                                         {"eviction_policy", "fifo"},
+                                                         {"restore_guard_enabled", nullptr},
+                                                         {"token_blob_checksum", 0},
+                                                         {"chunk_tokens", 0},
+                                                         {"chunk_tokens", 1.5},
+                                                         {"prefill_checkpoint_tokens", -5},
+                                                         {"memory_cache_max_mb", -1},
+                                                         {"low_water_fraction", 1.5},
+                                                         {"low_water_fraction", 0},
+                                                         {"guard_margin_mb", "1"},
+                                                         {"fsync", "true"}};
+  for (const auto& [key, value] : bad) {
+    std::string message = error_of({{key, value}});
+    EXPECT_NE(message.find("cache." + key), std::string::npos) << key << ": " << message;
+    EXPECT_NE(message.find("c.json"), std::string::npos) << message;
+  }
+}
+
+TEST(CacheConfig, UnknownKeysBecomeWarnings) {
+  ParsedCacheConfig parsed = parse({{"chunk_tokns", 64}});
+  ASSERT_EQ(parsed.warnings.size(), 1u);
+  EXPECT_NE(parsed.warnings[0].find("chunk_tokns"), std::string::npos);
+  EXPECT_EQ(parsed.config.chunk_tokens, 256);
+}
+
+TEST(CacheConfig, MissingCacheObjectWarnsAndNonObjectsFail) {
+  EXPECT_EQ(parse_cache_config(json::object(), "c.json").warnings.size(), 1u);
+  EXPECT_THROW(parse_cache_config({{"cache", 3}}, "c.json"), Error);
+  EXPECT_THROW(parse_cache_config(json::array(), "c.json"), Error);
+}
+
+}  // namespace
+}  // namespace qmlx

@@ -1,0 +1,185 @@
+// Session: resuming from an exported state, prefill in pieces, the two Gated DeltaNet forms,
+// truncation, and the StateSource/StateSink seam.
+#include "engine/session.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "base/error.h"
+#include "tiny_model.h"
+
+namespace qmlx {
+namespace {
+
+double relative_error(std::span<const float> a, std::span<const float> b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    num = std::max(num, std::abs(double(a[i]) - b[i]));
+    den = std::max(den, std::abs(double(b[i])));
+  }
+  return num / den;
+}
+
+std::vector<int32_t> random_tokens(int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = int32_t(rng() % 128);
+  return t;
+}
+
+class SessionTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  static void SetUpTestSuite() { dir_ = testing::make_temp_dir("session"); }
+  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+  std::shared_ptr<const Model> load() {
+    std::string d = dir_ + "/" + GetParam();
+    if (!std::filesystem::exists(d)) {
+      testing::TinyModelSpec spec{GetParam(), "mlx"};
+      spec.bits = 8;
+      testing::write_tiny_model(d, spec);
+    }
+    return Model::load(d);
+  }
+  static SessionOptions f32() {
+    SessionOptions o;
+    o.kv_dtype = DType::kF32;
+    return o;
+  }
+  static std::string dir_;
+};
+std::string SessionTest::dir_;
+
+TEST_P(SessionTest, ExportImportContinuesIdentically) {
+  auto model = load();
+  auto tokens = random_tokens(40, 1);
+  Session full(model, f32());
+  full.prefill(std::span(tokens).first(25));
+  SessionState snapshot = full.export_state();
+  EXPECT_EQ(snapshot.position, 25);
+  for (int i = 25; i < 40; ++i) full.decode(tokens[i]);
+
+  Session resumed(model, f32());
+  resumed.import_state(snapshot);
+  EXPECT_EQ(resumed.position(), 25);
+  EXPECT_EQ(std::vector<float>(resumed.logits().begin(), resumed.logits().end()), snapshot.logits);
+  for (int i = 25; i < 40; ++i) resumed.decode(tokens[i]);
+  EXPECT_EQ(std::vector<float>(resumed.logits().begin(), resumed.logits().end()),
+            std::vector<float>(full.logits().begin(), full.logits().end()));
+}
+
+TEST_P(SessionTest, PrefillInOneCallInPiecesAndTokenByTokenAgree) {
+  auto model = load();
+  auto tokens = random_tokens(150, 2);
+  SessionOptions big = f32();
+  big.prefill_chunk = 1000;
+  Session whole(model, big);
+  whole.prefill(tokens);
+
+  SessionOptions small = f32();
+  small.prefill_chunk = 37;
+  Session chunked(model, small);
+  std::vector<std::pair<int64_t, int64_t>> progress;
+  chunked.prefill(std::span(tokens).first(100), [&](int64_t done, int64_t total) {
+    progress.push_back({done, total});
+  });
+  chunked.prefill(std::span(tokens).subspan(100));
+  EXPECT_EQ(progress.size(), 3u);
+  EXPECT_EQ(progress.back(), std::make_pair(int64_t(100), int64_t(100)));
+
+  Session stepwise(model, f32());
+  for (int32_t t : tokens) stepwise.decode(t);
+
+  EXPECT_EQ(whole.position(), 150);
+  EXPECT_LT(relative_error(chunked.logits(), whole.logits()), 1e-5);
+  EXPECT_LT(relative_error(stepwise.logits(), whole.logits()), 1e-5);
+}
+
+TEST_P(SessionTest, ChunkedAndRecurrentDeltaRuleAgree) {
+  auto model = load();
+  auto tokens = random_tokens(130, 3);
+  SessionOptions rec = f32(), chk = f32();
+  rec.delta_rule = DeltaRuleForm::kRecurrent;
+  chk.delta_rule = DeltaRuleForm::kChunked;
+  Session a(model, rec), b(model, chk);
+  a.prefill(tokens);
+  b.prefill(tokens);
+  EXPECT_LT(relative_error(a.logits(), b.logits()), 1e-5);
+}
+
+TEST_P(SessionTest, CancelStopsBetweenChunks) {
+  auto model = load();
+  auto tokens = random_tokens(50, 4);
+  SessionOptions o = f32();
+  o.prefill_chunk = 10;
+  Session s(model, o);
+  std::atomic<bool> cancel{false};
+  bool finished = s.prefill(
+      tokens, [&](int64_t done, int64_t) { cancel = done >= 20; }, &cancel);
+  EXPECT_FALSE(finished);
+  EXPECT_EQ(s.position(), 20);
+}
+
+TEST_P(SessionTest, SourceAndSinkCopyTheState) {
+  auto model = load();
+  auto tokens = random_tokens(30, 5);
+  Session a(model, f32());
+  a.prefill(tokens);
+  const StateLayout& l = a.layout();
+  Session b(model, f32());
+  b.reset(a.position());
+  for (size_t i = 0; i < l.attention_layers.size(); ++i) {
+    std::vector<uint8_t> k(30 * l.kv_row_bytes()), v(k.size());
+    a.read_kv_rows(int(i), 0, 30, k.data(), v.data());
+    b.write_kv_rows(int(i), 0, 30, k.data(), v.data());
+  }
+  for (size_t r = 0; r < l.recurrent_layers.size(); ++r) {
+    std::vector<float> conv(l.conv_state_bytes() / 4), ssm(l.ssm_state_bytes() / 4);
+    a.read_recurrent(int(r), conv.data(), ssm.data());
+    b.write_recurrent(int(r), conv.data(), ssm.data());
+  }
+  b.set_logits(a.logits());
+  a.decode(7);
+  b.decode(7);
+  EXPECT_EQ(std::vector<float>(a.logits().begin(), a.logits().end()),
+            std::vector<float>(b.logits().begin(), b.logits().end()));
+  EXPECT_THROW(a.read_kv_rows(0, 0, 1000, nullptr, nullptr), Error);
+}
+
+TEST_P(SessionTest, TruncateOnlyForAttentionOnlyModels) {
+  auto model = load();
+  auto tokens = random_tokens(20, 6);
+  Session s(model, f32());
+  s.prefill(tokens);
+  if (s.layout().has_recurrent_state()) {
+    EXPECT_THROW(s.truncate(10), Error);
+    return;
+  }
+  Session reference(model, f32());
+  reference.prefill(std::span(tokens).first(15));
+  s.truncate(12);
+  EXPECT_EQ(s.position(), 12);
+  EXPECT_TRUE(s.logits().empty());
+  s.prefill(std::span(tokens).subspan(12, 3));
+  EXPECT_LT(relative_error(s.logits(), reference.logits()), 1e-6);
+}
+
+TEST_P(SessionTest, Bf16CacheStaysCloseToF32) {
+  auto model = load();
+  auto tokens = random_tokens(20, 7);
+  Session exact(model, f32()), compact(model);  // default: bf16 K/V
+  exact.prefill(tokens);
+  compact.prefill(tokens);
+  EXPECT_EQ(compact.layout().kv_dtype, DType::kBF16);
+  EXPECT_LT(relative_error(compact.logits(), exact.logits()), 3e-2);
+  SessionState s = compact.export_state();
+  ASSERT_FALSE(s.keys.empty());
+  EXPECT_EQ(s.keys[0].size(), 20 * compact.layout().kv_row_bytes());
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, SessionTest,
+                         ::testing::Values("qwen3_5", "qwen3_5_moe", "qwen3_next", "qwen3"));
+
+}  // namespace
+}  // namespace qmlx

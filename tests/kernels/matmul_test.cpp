@@ -1,0 +1,116 @@
+#include "kernels/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "tiny_model.h"
+
+namespace qmlx {
+namespace {
+
+using testing::random_vector;
+using testing::relative_error;
+
+// y[t][o] = sum_i x[t][i] * w[o][i] in double.
+std::vector<double> naive_matmul(const std::vector<float>& x, int T, const std::vector<float>& w,
+                                 int rows, int cols) {
+  std::vector<double> y(size_t(T) * rows);
+  for (int t = 0; t < T; ++t)
+    for (int o = 0; o < rows; ++o) {
+      double s = 0;
+      for (int i = 0; i < cols; ++i) s += double(x[size_t(t) * cols + i]) * w[size_t(o) * cols + i];
+      y[size_t(t) * rows + o] = s;
+    }
+  return y;
+}
+
+struct QuantCase {
+  int bits, group_size;
+};
+
+class AffineMatmulTest : public ::testing::TestWithParam<QuantCase> {};
+
+TEST_P(AffineMatmulTest, MatchesNaiveDequantizedProduct) {
+  const auto [bits, gs] = GetParam();
+  const int rows = 37, cols = 384;
+  auto w = random_vector(size_t(rows) * cols, 7);
+  auto q = testing::quantize_affine(w, {}, rows, cols, bits, gs);
+  WeightMatrix m;
+  m.format = WeightFormat::kAffine;
+  m.rows = rows;
+  m.cols = cols;
+  m.bits = bits;
+  m.group_size = gs;
+  m.scale_type = ScalarType::kBF16;
+  m.data = q.weight.bytes.data();
+  m.scales = q.scales.bytes.data();
+  m.biases = q.biases.bytes.data();
+  for (int T : {1, 2, 5}) {
+    auto x = random_vector(size_t(T) * cols, 11 + T);
+    std::vector<float> y(size_t(T) * rows);
+    matmul(x.data(), T, m, y.data());
+    EXPECT_LT(relative_error(y, naive_matmul(x, T, q.dequantized, rows, cols)), 1e-5)
+        << "bits=" << bits << " gs=" << gs << " T=" << T;
+  }
+  // Dequantizing a row gives exactly the quantizer's values (up to the fused multiply-add).
+  std::vector<float> row(cols);
+  dequantize_rows(m, 5, 6, row.data());
+  std::vector<float> expected(q.dequantized.begin() + 5 * cols, q.dequantized.begin() + 6 * cols);
+  EXPECT_LT(relative_error(row, expected), 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModes, AffineMatmulTest,
+                         ::testing::Values(QuantCase{2, 32}, QuantCase{3, 64}, QuantCase{4, 32},
+                                           QuantCase{4, 64}, QuantCase{4, 128}, QuantCase{5, 64},
+                                           QuantCase{6, 32}, QuantCase{6, 128}, QuantCase{8, 64},
+                                           QuantCase{8, 128}, QuantCase{3, 32}, QuantCase{2, 128}));
+
+TEST(MatmulTest, FloatFormatsMatchNaive) {
+  const int rows = 29, cols = 203;  // odd sizes exercise the scalar tails
+  auto w = random_vector(size_t(rows) * cols, 3);
+  for (auto [format, blob] :
+       {std::pair{WeightFormat::kF32, testing::f32_blob({rows, cols}, w)},
+        std::pair{WeightFormat::kF16, testing::f16_blob({rows, cols}, w)},
+        std::pair{WeightFormat::kBF16, testing::bf16_blob({rows, cols}, w)}}) {
+    WeightMatrix m;
+    m.format = format;
+    m.rows = rows;
+    m.cols = cols;
+    m.data = blob.bytes.data();
+    std::vector<float> stored(w.size());
+    dequantize_rows(m, 0, rows, stored.data());
+    for (int T : {1, 4, 7}) {
+      auto x = random_vector(size_t(T) * cols, 5 + T);
+      std::vector<float> y(size_t(T) * rows);
+      matmul(x.data(), T, m, y.data());
+      EXPECT_LT(relative_error(y, naive_matmul(x, T, stored, rows, cols)), 1e-5);
+      matmul_serial(x.data(), T, m, y.data());
+      EXPECT_LT(relative_error(y, naive_matmul(x, T, stored, rows, cols)), 1e-5);
+    }
+    // The stored values are the rounded originals.
+    EXPECT_LE(relative_error(stored, w), format == WeightFormat::kF32 ? 0.0 : 1e-2);
+  }
+}
+
+TEST(MatmulTest, RowSliceSelectsRows) {
+  const int rows = 16, cols = 64;
+  auto w = random_vector(size_t(rows) * cols, 9);
+  auto q = testing::quantize_affine(w, {}, rows, cols, 4, 32);
+  WeightMatrix m{WeightFormat::kAffine,
+                 rows,
+                 cols,
+                 q.weight.bytes.data(),
+                 4,
+                 32,
+                 ScalarType::kBF16,
+                 q.scales.bytes.data(),
+                 q.biases.bytes.data()};
+  WeightMatrix s = m.row_slice(6, 10);
+  std::vector<float> all(size_t(rows) * cols), part(size_t(4) * cols);
+  dequantize_rows(m, 0, rows, all.data());
+  dequantize_rows(s, 0, 4, part.data());
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin() + 6 * cols));
+}
+
+}  // namespace
+}  // namespace qmlx

@@ -1,0 +1,125 @@
+#include "model/config.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+
+namespace qmlx {
+namespace {
+
+using nlohmann::json;
+
+json qwen3_5_config() {
+  return json::parse(R"({
+    "model_type": "qwen3_5", "tie_word_embeddings": true,
+    "quantization": {"group_size": 64, "bits": 4, "mode": "affine",
+                     "language_model.model.layers.0.mlp.gate": {"group_size": 64, "bits": 8},
+                     "language_model.model.layers.1.mlp.gate": false},
+    "text_config": {"model_type": "qwen3_5_text", "hidden_size": 1024, "num_hidden_layers": 4,
+      "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 256,
+      "linear_num_key_heads": 16, "linear_num_value_heads": 16, "linear_key_head_dim": 128,
+      "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "intermediate_size": 3584,
+      "vocab_size": 248320, "rms_norm_eps": 1e-6,
+      "layer_types": ["linear_attention", "full_attention", "linear_attention", "full_attention"],
+      "rope_parameters": {"rope_type": "default", "rope_theta": 10000000,
+                          "partial_rotary_factor": 0.25}}})");
+}
+
+TEST(ConfigTest, Qwen3_5ReadsTextConfigRopeParametersAndQuantization) {
+  ModelConfig c = ModelConfig::from_json(qwen3_5_config(), "config.json");
+  EXPECT_EQ(c.arch, Architecture::kQwen3_5);
+  EXPECT_EQ(c.hidden_size, 1024);
+  EXPECT_EQ(c.rotary_dim, 64);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e7);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.full_attention, (std::vector<bool>{false, true, false, true}));
+  json text_says_untied = qwen3_5_config();
+  text_says_untied["text_config"]["tie_word_embeddings"] = false;
+  EXPECT_TRUE(ModelConfig::from_json(text_says_untied, "config.json").tie_word_embeddings);
+  EXPECT_EQ(c.conv_channels(), 2 * 16 * 128 + 16 * 128);
+  EXPECT_FALSE(c.is_moe_layer(0));
+  ASSERT_TRUE(c.quantization.present);
+  EXPECT_EQ(c.quantization.params_for("language_model.model.layers.0.mlp.gate").bits, 8);
+  EXPECT_EQ(c.quantization.params_for("language_model.model.layers.2.mlp.up_proj").bits, 4);
+  EXPECT_EQ(c.quantization.global.group_size, 64);
+}
+
+TEST(ConfigTest, Qwen3NextFlatWithIntervalAndTopLevelPartialRotary) {
+  json j = {{"model_type", "qwen3_next"},
+            {"hidden_size", 2048},
+            {"num_hidden_layers", 8},
+            {"num_attention_heads", 16},
+            {"num_key_value_heads", 2},
+            {"head_dim", 256},
+            {"linear_num_key_heads", 16},
+            {"linear_num_value_heads", 32},
+            {"linear_key_head_dim", 128},
+            {"linear_value_head_dim", 128},
+            {"vocab_size", 151936},
+            {"partial_rotary_factor", 0.5},
+            {"rope_theta", 1e6},
+            {"full_attention_interval", 4},
+            {"num_experts", 512},
+            {"num_experts_per_tok", 10},
+            {"moe_intermediate_size", 512},
+            {"shared_expert_intermediate_size", 512},
+            {"norm_topk_prob", false},
+            {"decoder_sparse_step", 1},
+            {"mlp_only_layers", {2}}};
+  ModelConfig c = ModelConfig::from_json(j, "config.json");
+  EXPECT_EQ(c.arch, Architecture::kQwen3Next);
+  EXPECT_EQ(c.rotary_dim, 128);
+  EXPECT_EQ(c.full_attention,
+            (std::vector<bool>{false, false, false, true, false, false, false, true}));
+  EXPECT_FALSE(c.norm_topk_prob);
+  EXPECT_TRUE(c.is_moe_layer(1));
+  EXPECT_FALSE(c.is_moe_layer(2));
+  EXPECT_FALSE(c.tie_word_embeddings);
+}
+
+TEST(ConfigTest, Qwen3DefaultsToFullRotaryAndAllAttention) {
+  json j = {{"model_type", "qwen3"},     {"hidden_size", 1024},      {"num_hidden_layers", 3},
+            {"num_attention_heads", 16}, {"num_key_value_heads", 8}, {"head_dim", 128},
+            {"vocab_size", 151936},      {"rope_theta", 1e6},        {"tie_word_embeddings", true},
+            {"intermediate_size", 3072}};
+  ModelConfig c = ModelConfig::from_json(j, "config.json");
+  EXPECT_EQ(c.rotary_dim, 128);
+  EXPECT_EQ(c.full_attention, std::vector<bool>(3, true));
+  EXPECT_FALSE(c.hybrid());
+}
+
+TEST(ConfigTest, Qwen3_5MoeAlwaysRenormalises) {
+  json j = qwen3_5_config();
+  j["model_type"] = "qwen3_5_moe";
+  j["text_config"]["num_experts"] = 8;
+  j["text_config"]["num_experts_per_tok"] = 2;
+  j["text_config"]["norm_topk_prob"] = false;
+  ModelConfig c = ModelConfig::from_json(j, "config.json");
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_TRUE(c.is_moe_layer(0));
+}
+
+TEST(ConfigTest, ErrorsNameTheFileAndField) {
+  json unknown = {{"model_type", "llama"}};
+  try {
+    ModelConfig::from_json(unknown, "/m/config.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/m/config.json"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("llama"), std::string::npos);
+  }
+  json missing = qwen3_5_config();
+  missing["text_config"].erase("hidden_size");
+  try {
+    ModelConfig::from_json(missing, "/m/config.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("hidden_size"), std::string::npos);
+  }
+  EXPECT_THROW(ModelConfig::load("/nonexistent/dir"), Error);
+}
+
+}  // namespace
+}  // namespace qmlx

@@ -1,0 +1,508 @@
+// The HTTP server end to end in process: real routes, real SSE, the real scheduler and output
+// parser, over a fake model whose greedy reply is a fixed script.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "server/api_server.h"
+#include "tests/server/fake_runtime.h"
+#include "tests/server/sse_reader.h"
+
+namespace qmlx::server {
+namespace {
+
+using json = nlohmann::json;
+using testing::FakeModelOptions;
+using testing::parse_sse;
+using testing::RecordingHooks;
+
+const char kToolScript[] =
+    "<think>check the weather</think>Let me look.<tool_call>\n"
+    "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+
+const char kWeatherTool[] = R"([{"type": "function", "function": {"name": "get_weather",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])";
+
+// Sends `request` on a fresh connection and returns what comes back until the server closes it
+// or a second passes.
+std::string raw_request(int port, const std::string& request) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return "";
+  }
+  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  timeval timeout{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  std::string response;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) {
+    response.append(buf, static_cast<size_t>(n));
+    if (response.find("}") != std::string::npos) break;
+  }
+  close(fd);
+  return response;
+}
+
+class ApiServerTest : public ::testing::Test {
+ protected:
+  void start(FakeModelOptions model = {}, ServerOptions options = {},
+             ApiServerSettings settings = {}, bool ready = true) {
+    options.port = 0;
+    options.metrics_port = -1;  // any free port
+    server_ = std::make_unique<ApiServer>(options, registry_, settings);
+    server_->start();
+    runtime_ = testing::make_fake_runtime(model);
+    if (ready) server_->set_ready(runtime_, hooks_);
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    client_->set_read_timeout(30, 0);
+  }
+  void TearDown() override {
+    if (server_) server_->stop(std::chrono::milliseconds(2000));
+  }
+
+  httplib::Result post(const std::string& path, const std::string& body,
+                       httplib::Headers headers = {{"Authorization", "Bearer test"}}) {
+    return client_->Post(path.c_str(), headers, body, "application/json");
+  }
+  json post_json(const std::string& path, const json& body) {
+    auto res = post(path, body.dump());
+    EXPECT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << res->body;
+    return json::parse(res->body);
+  }
+  static json chat(const std::string& text, json extra = json::object()) {
+    json body = {{"model", "fake-model"},
+                 {"messages", {{{"role", "user"}, {"content", text}}}},
+                 {"temperature", 0}};
+    body.update(extra);
+    return body;
+  }
+
+  MetricsRegistry registry_;
+  RecordingHooks hooks_;
+  std::shared_ptr<ModelRuntime> runtime_;
+  std::unique_ptr<ApiServer> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(ApiServerTest, HealthIs503WhileLoadingThen200) {
+  start({}, {}, {}, /*ready=*/false);
+  auto loading = client_->Get("/health");
+  ASSERT_TRUE(loading);
+  EXPECT_EQ(loading->status, 503);
+  auto models = client_->Get("/v1/models", {{"Authorization", "Bearer x"}});
+  EXPECT_EQ(models->status, 503);
+  server_->set_ready(runtime_, hooks_);
+  EXPECT_EQ(client_->Get("/health")->status, 200);
+}
+
+TEST_F(ApiServerTest, ChatReturnsTheScriptWithUsageAndTimings) {
+  start({.script = "Hello world"});
+  json r = post_json("/v1/chat/completions", chat("hi"));
+  EXPECT_EQ(r["object"], "chat.completion");
+  EXPECT_EQ(r["model"], "fake-model");
+  EXPECT_EQ(r["choices"][0]["message"]["content"], "Hello world");
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  auto prompt = runtime_->render_chat(json::array({{{"role", "user"}, {"content", "hi"}}}),
+                                      nlohmann::ordered_json::array(), true,
+                                      nlohmann::ordered_json::object());
+  EXPECT_EQ(r["usage"]["prompt_tokens"], prompt.ids.size());
+  EXPECT_EQ(r["usage"]["completion_tokens"], 12);  // 11 bytes + <|im_end|>
+  EXPECT_EQ(r["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(r["timings"]["cached"], 0);
+  EXPECT_EQ(r["timings"]["prefill"], prompt.ids.size());
+  for (const char* key : {"prefill_ms", "ttft_ms", "decode_ms", "decode_tokens_per_second"}) {
+    EXPECT_TRUE(r["timings"][key].is_number()) << key;
+  }
+  std::lock_guard<std::mutex> lock(hooks_.mutex);
+  EXPECT_EQ(hooks_.prompt_ends, 1);
+  EXPECT_EQ(hooks_.generation_ends, 1);
+}
+
+TEST_F(ApiServerTest, StreamedChatConcatenatesToTheWholeReply) {
+  start({.script = "Hello world"});
+  auto res =
+      post("/v1/chat/completions",
+           chat("hi", {{"stream", true}, {"stream_options", {{"include_usage", true}}}}).dump());
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "text/event-stream");
+  auto events = parse_sse(res->body);
+  ASSERT_GE(events.size(), 4u);
+  EXPECT_EQ(events.back().data, "[DONE]");
+  std::string content;
+  std::string finish;
+  json usage;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    json chunk = json::parse(events[i].data);
+    EXPECT_EQ(chunk["object"], "chat.completion.chunk");
+    if (chunk.contains("usage")) usage = chunk["usage"];
+    if (chunk["choices"].empty()) continue;
+    const json& choice = chunk["choices"][0];
+    content += choice["delta"].value("content", "");
+    if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+  }
+  EXPECT_EQ(json::parse(events[0].data)["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(content, "Hello world");
+  EXPECT_EQ(finish, "stop");
+  EXPECT_EQ(usage["completion_tokens"], 12);
+}
+
+TEST_F(ApiServerTest, ReasoningAndToolCallsAreSeparated) {
+  start({.script = kToolScript});
+  json r =
+      post_json("/v1/chat/completions", chat("weather?", {{"tools", json::parse(kWeatherTool)}}));
+  const json& message = r["choices"][0]["message"];
+  EXPECT_EQ(message["reasoning_content"], "check the weather");
+  EXPECT_EQ(message["content"], "Let me look.");
+  ASSERT_EQ(message["tool_calls"].size(), 1u);
+  EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(message["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+            (json{{"city", "Paris"}}));
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+}
+
+TEST_F(ApiServerTest, AnthropicStreamHasTheRealEventSequence) {
+  start({.script = kToolScript});
+  json body = {{"model", "fake-model"},
+               {"max_tokens", 200},
+               {"stream", true},
+               {"temperature", 0},
+               {"messages", {{{"role", "user"}, {"content", "weather?"}}}},
+               {"tools",
+                {{{"name", "get_weather"},
+                  {"input_schema", json::parse(kWeatherTool)[0]["function"]["parameters"]}}}}};
+  auto res = post("/v1/messages", body.dump(), {{"x-api-key", "k"}});
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  std::vector<std::string> names;
+  std::string thinking, text, input_json;
+  json stop;
+  for (const auto& e : parse_sse(res->body)) {
+    names.push_back(e.event);
+    json data = json::parse(e.data);
+    if (e.event == "content_block_delta") {
+      const json& d = data["delta"];
+      if (d["type"] == "thinking_delta") thinking += d["thinking"].get<std::string>();
+      if (d["type"] == "text_delta") text += d["text"].get<std::string>();
+      if (d["type"] == "input_json_delta") input_json += d["partial_json"].get<std::string>();
+    }
+    if (e.event == "message_delta") stop = data;
+  }
+  EXPECT_EQ(names.front(), "message_start");
+  EXPECT_EQ(names.back(), "message_stop");
+  EXPECT_EQ(names[names.size() - 2], "message_delta");
+  EXPECT_EQ(thinking, "check the weather");
+  EXPECT_EQ(text, "Let me look.");
+  EXPECT_EQ(json::parse(input_json), (json{{"city", "Paris"}}));
+  EXPECT_EQ(stop["delta"]["stop_reason"], "tool_use");
+  EXPECT_GT(stop["usage"]["output_tokens"], 0);
+}
+
+TEST_F(ApiServerTest, StopSequencesAndMaxTokens) {
+  start({.script = "one two three"});
+  json stopped = post_json("/v1/chat/completions", chat("x", {{"stop", {"thr"}}}));
+  EXPECT_EQ(stopped["choices"][0]["message"]["content"], "one two ");
+  EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
+  json cut = post_json("/v1/chat/completions", chat("x", {{"max_tokens", 3}}));
+  EXPECT_EQ(cut["choices"][0]["message"]["content"], "one");
+  EXPECT_EQ(cut["choices"][0]["finish_reason"], "length");
+  json anthropic =
+      post_json("/v1/messages", {{"max_tokens", 50},
+                                 {"stop_sequences", {"two"}},
+                                 {"messages", {{{"role", "user"}, {"content", "x"}}}}});
+  EXPECT_EQ(anthropic["stop_reason"], "stop_sequence");
+  EXPECT_EQ(anthropic["stop_sequence"], "two");
+  EXPECT_EQ(anthropic["content"][0]["text"], "one ");
+}
+
+TEST_F(ApiServerTest, CompletionsWithEchoTokenIdsAndLogprobs) {
+  start({.script = "abc"});
+  json r = post_json(
+      "/v1/completions",
+      {{"prompt", "xy"}, {"echo", true}, {"max_tokens", 10}, {"temperature", 0}, {"logprobs", 2}});
+  EXPECT_EQ(r["object"], "text_completion");
+  EXPECT_EQ(r["choices"][0]["text"], "xyabc");
+  const json& lp = r["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), 4u);  // a, b, c, <|im_end|>
+  EXPECT_EQ(lp["tokens"][0], "a");
+  EXPECT_EQ(lp["text_offset"][0], 2);
+  EXPECT_LT(lp["token_logprobs"][0].get<double>(), 0.0);
+  EXPECT_EQ(lp["top_logprobs"][0].size(), 2u);
+  json ids =
+      post_json("/v1/completions", {{"prompt", {120, 121}}, {"max_tokens", 2}, {"temperature", 0}});
+  EXPECT_EQ(ids["choices"][0]["text"], "ab");
+  EXPECT_EQ(ids["usage"]["prompt_tokens"], 2);
+}
+
+TEST_F(ApiServerTest, ChatLogprobs) {
+  start({.script = "ab"});
+  json r = post_json("/v1/chat/completions", chat("x", {{"logprobs", true}, {"top_logprobs", 2}}));
+  const json& content = r["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 3u);
+  EXPECT_EQ(content[0]["token"], "a");
+  EXPECT_EQ(content[0]["bytes"], json::array({97}));
+  EXPECT_EQ(content[0]["top_logprobs"][0]["token"], "a");
+}
+
+TEST_F(ApiServerTest, SeededSamplingIsReproducible) {
+  start({.script = "some longer reply text"});
+  json body = chat("x", {{"temperature", 5.0}, {"seed", 42}, {"max_tokens", 8}});
+  json a = post_json("/v1/chat/completions", body);
+  json b = post_json("/v1/chat/completions", body);
+  EXPECT_EQ(a["choices"][0]["message"], b["choices"][0]["message"]);
+}
+
+TEST_F(ApiServerTest, AuthRules) {
+  ServerOptions options;
+  options.api_key = "secret";
+  start({}, options);
+  auto none = post("/v1/chat/completions", chat("x").dump(), {});
+  EXPECT_EQ(none->status, 401);
+  EXPECT_EQ(json::parse(none->body)["error"]["type"], "authentication_error");
+  EXPECT_EQ(
+      post("/v1/chat/completions", chat("x").dump(), {{"Authorization", "Bearer nope"}})->status,
+      401);
+  EXPECT_EQ(
+      post("/v1/chat/completions", chat("x").dump(), {{"Authorization", "Bearer secret"}})->status,
+      200);
+  // x-api-key counts on Anthropic routes only.
+  EXPECT_EQ(post("/v1/chat/completions", chat("x").dump(), {{"x-api-key", "secret"}})->status, 401);
+  json msg = {{"max_tokens", 5}, {"messages", {{{"role", "user"}, {"content", "x"}}}}};
+  auto anthropic = post("/v1/messages", msg.dump(), {{"x-api-key", "wrong"}});
+  EXPECT_EQ(anthropic->status, 401);
+  EXPECT_EQ(json::parse(anthropic->body)["error"]["type"], "authentication_error");
+  EXPECT_EQ(post("/v1/messages", msg.dump(), {{"x-api-key", "secret"}})->status, 200);
+  EXPECT_EQ(client_->Get("/health")->status, 200);
+  EXPECT_EQ(client_->Get("/v1/models")->status, 401);
+}
+
+TEST_F(ApiServerTest, ErrorsHaveTheRightStatusAndShape) {
+  ServerOptions options;
+  options.max_context = 64;
+  options.max_body_mb = 1;
+  start({}, options);
+  auto malformed = post("/v1/chat/completions", "{not json");
+  EXPECT_EQ(malformed->status, 400);
+  EXPECT_EQ(json::parse(malformed->body)["error"]["type"], "invalid_request_error");
+
+  auto missing = post("/v1/messages", R"({"max_tokens": 5})");
+  EXPECT_EQ(missing->status, 400);
+  json missing_body = json::parse(missing->body);
+  EXPECT_EQ(missing_body["type"], "error");
+  EXPECT_NE(missing_body["error"]["message"].get<std::string>().find("messages"),
+            std::string::npos);
+
+  auto mistyped = post("/v1/chat/completions", chat("x", {{"max_tokens", "many"}}).dump());
+  EXPECT_EQ(mistyped->status, 400);
+  EXPECT_EQ(json::parse(mistyped->body)["error"]["param"], "max_tokens");
+
+  auto overflow = post("/v1/chat/completions", chat("x", {{"max_tokens", 60}}).dump());
+  EXPECT_EQ(overflow->status, 400);
+  std::string message = json::parse(overflow->body)["error"]["message"];
+  EXPECT_NE(message.find("max_tokens is 60"), std::string::npos) << message;
+  EXPECT_NE(message.find("limit of 64"), std::string::npos) << message;
+  EXPECT_NE(message.find("the prompt has "), std::string::npos) << message;
+
+  auto unknown_model = post("/v1/messages", R"({"model": "claude-x", "max_tokens": 5,
+      "messages": [{"role": "user", "content": "x"}]})");
+  EXPECT_EQ(unknown_model->status, 404);
+  EXPECT_EQ(json::parse(unknown_model->body)["error"]["type"], "not_found_error");
+
+  // The declared length alone is refused, before any of the body is read.
+  std::string too_big = raw_request(server_->port(),
+                                    "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                                    "Authorization: Bearer x\r\nContent-Type: application/json\r\n"
+                                    "Content-Length: 2000000\r\n\r\n{}");
+  EXPECT_EQ(too_big.rfind("HTTP/1.1 413", 0), 0u) << too_big;
+  EXPECT_NE(too_big.find("\"code\":413"), std::string::npos) << too_big;
+
+  auto wrong_method = client_->Get("/v1/chat/completions", {{"Authorization", "Bearer x"}});
+  EXPECT_EQ(wrong_method->status, 405);
+  EXPECT_EQ(json::parse(wrong_method->body)["error"]["code"], 405);
+
+  auto no_route = client_->Get("/v2/nothing");
+  EXPECT_EQ(no_route->status, 404);
+  EXPECT_TRUE(json::parse(no_route->body).contains("error"));
+}
+
+TEST_F(ApiServerTest, FullQueueIs429) {
+  ServerOptions options;
+  options.max_queue = 0;
+  start({.script = "slow reply", .decode_delay_ms = 100}, options);
+  std::thread first([&] {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(30, 0);
+    c.Post("/v1/chat/completions", {{"Authorization", "Bearer x"}}, chat("a").dump(),
+           "application/json");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto second = post("/v1/chat/completions", chat("b").dump());
+  EXPECT_EQ(second->status, 429);
+  EXPECT_EQ(json::parse(second->body)["error"]["type"], "rate_limit_error");
+  first.join();
+}
+
+TEST_F(ApiServerTest, ConcurrentClientsAllGetTheirReply) {
+  start({.script = "concurrent reply"});
+  std::vector<std::thread> clients;
+  std::atomic<int> correct{0};
+  for (int i = 0; i < 6; ++i) {
+    clients.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", server_->port());
+      c.set_read_timeout(30, 0);
+      json body = chat("q" + std::to_string(i), {{"stream", i % 2 == 0}});
+      auto res = c.Post("/v1/chat/completions", {{"Authorization", "Bearer x"}}, body.dump(),
+                        "application/json");
+      if (!res || res->status != 200) return;
+      std::string content;
+      if (i % 2 == 0) {
+        for (const auto& e : parse_sse(res->body)) {
+          if (e.data.empty() || e.data == "[DONE]") continue;
+          json chunk = json::parse(e.data);
+          if (!chunk["choices"].empty())
+            content += chunk["choices"][0]["delta"].value("content", "");
+        }
+      } else {
+        content = json::parse(res->body)["choices"][0]["message"]["content"];
+      }
+      if (content == "concurrent reply") ++correct;
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(correct.load(), 6);
+}
+
+TEST_F(ApiServerTest, KeepAliveAndProgressWhileWaitingForTheFirstToken) {
+  ApiServerSettings settings;
+  settings.keepalive_seconds = 0.05;
+  settings.runner.prefill_chunk_tokens = 16;
+  start({.script = "ok", .prefill_delay_ms_per_token = 5}, {}, settings);
+  auto res = post("/v1/chat/completions", chat("a prompt long enough to take a while",
+                                               {{"stream", true}, {"return_progress", true}})
+                                              .dump());
+  ASSERT_TRUE(res);
+  int keepalives = 0;
+  json last_progress;
+  for (const auto& e : parse_sse(res->body)) {
+    if (e.comment == "keep-alive") ++keepalives;
+    if (e.data.empty() || e.data == "[DONE]") continue;
+    json chunk = json::parse(e.data);
+    if (chunk.contains("prompt_progress")) last_progress = chunk["prompt_progress"];
+  }
+  EXPECT_GT(keepalives, 0);
+  ASSERT_FALSE(last_progress.is_null());
+  EXPECT_EQ(last_progress["processed"], last_progress["total"]);
+  EXPECT_EQ(last_progress["cache"], 0);
+
+  json anthropic = {
+      {"max_tokens", 5},
+      {"stream", true},
+      {"messages", {{{"role", "user"}, {"content", "a prompt long enough to wait"}}}}};
+  auto pinged = post("/v1/messages", anthropic.dump());
+  int pings = 0;
+  for (const auto& e : parse_sse(pinged->body)) pings += e.event == "ping";
+  EXPECT_GT(pings, 0);
+}
+
+TEST_F(ApiServerTest, DisconnectStopsGenerationAndCallsOnInterrupted) {
+  start({.script = std::string(400, 'z'), .decode_delay_ms = 5});
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/chat/completions";
+  req.headers = {{"Authorization", "Bearer x"}, {"Content-Type", "application/json"}};
+  req.body = chat("x", {{"stream", true}}).dump();
+  size_t received = 0;
+  req.content_receiver = [&](const char*, size_t n, uint64_t, uint64_t) {
+    received += n;
+    return received < 2000;  // hang up after a few chunks
+  };
+  client_->send(req);
+  for (int i = 0; i < 200; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(hooks_.mutex);
+      if (!hooks_.interrupted.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::lock_guard<std::mutex> lock(hooks_.mutex);
+  ASSERT_EQ(hooks_.interrupted.size(), 1u);
+  EXPECT_EQ(hooks_.generation_ends, 0);
+  // It stopped long before the 400-token script ended.
+  size_t prompt =
+      runtime_
+          ->render_chat(nlohmann::ordered_json::parse(R"([{"role":"user","content":"x"}])"),
+                        nlohmann::ordered_json::array(), true, nlohmann::ordered_json::object())
+          .ids.size();
+  EXPECT_GT(hooks_.interrupted[0].size(), prompt);
+  EXPECT_LT(hooks_.interrupted[0].size(), prompt + 200);
+}
+
+TEST_F(ApiServerTest, StopCutsInFlightRequestsAndFlushesHooks) {
+  start({.script = std::string(2000, 'z'), .decode_delay_ms = 2});
+  std::thread client([&] {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.Post("/v1/chat/completions", {{"Authorization", "Bearer x"}},
+           chat("x", {{"stream", true}}).dump(), "application/json");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto begin = std::chrono::steady_clock::now();
+  server_->stop(std::chrono::milliseconds(100));
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(3));
+  client.join();
+  EXPECT_TRUE(hooks_.flushed.load());
+  std::lock_guard<std::mutex> lock(hooks_.mutex);
+  EXPECT_EQ(hooks_.interrupted.size(), 1u);
+}
+
+TEST_F(ApiServerTest, TokenizeDetokenizeApplyTemplateAndCountTokens) {
+  start();
+  json t = post_json("/tokenize", {{"content", "hi<|im_end|>"}});
+  EXPECT_EQ(t["tokens"], json::array({104, 105, 256}));
+  json pieces = post_json("/tokenize", {{"content", "hi"}, {"with_pieces", true}});
+  EXPECT_EQ(pieces["tokens"][0], (json{{"id", 104}, {"piece", "h"}}));
+  EXPECT_EQ(post_json("/detokenize", {{"tokens", {104, 105}}})["content"], "hi");
+  json applied =
+      post_json("/apply-template", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}});
+  EXPECT_EQ(applied["prompt"], "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(applied["tokens"].size(),
+            runtime_->tokenizer->encode(applied["prompt"].get<std::string>(), true).size());
+  // The generation prompt is <|im_start|> plus "assistant\n": 11 tokens after the last message.
+  EXPECT_EQ(applied["last_message_end"].get<size_t>(), applied["tokens"].size() - 11);
+  json counted = post_json("/v1/messages/count_tokens",
+                           {{"messages", {{{"role", "user"}, {"content", "hi"}}}}});
+  EXPECT_EQ(counted["input_tokens"], applied["tokens"].size());
+}
+
+TEST_F(ApiServerTest, MetricsScrapeCountsRequests) {
+  start();
+  post_json("/v1/chat/completions", chat("x"));
+  post("/v1/chat/completions", "{bad");
+  httplib::Client metrics("127.0.0.1", server_->metrics_port());
+  auto scrape = metrics.Get("/metrics");
+  ASSERT_TRUE(scrape);
+  EXPECT_EQ(scrape->status, 200);
+  EXPECT_NE(
+      scrape->body.find("qmlx_requests_total{route=\"/v1/chat/completions\",status=\"200\"} 1"),
+      std::string::npos)
+      << scrape->body;
+  EXPECT_NE(
+      scrape->body.find("qmlx_requests_total{route=\"/v1/chat/completions\",status=\"400\"} 1"),
+      std::string::npos);
+  EXPECT_NE(scrape->body.find("qmlx_completion_tokens_total 12"), std::string::npos);
+  EXPECT_NE(scrape->body.find("qmlx_ttft_seconds_count 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace qmlx::server

@@ -1,0 +1,43 @@
+// A tiny in-process model for server tests: a byte-level tokenizer with a few Qwen special
+// tokens, a ChatML template rendered by the real ChatTemplate, the engine's real sampler, and
+// a session whose greedy continuation of any prompt is a fixed script followed by <|im_end|>.
+// Optional per-token delays make prefill and decode slow enough to test keep-alives, queueing
+// and disconnects.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "server/cache_hooks.h"
+#include "server/model_runtime.h"
+
+namespace qmlx::server::testing {
+
+struct FakeModelOptions {
+  std::string script = "Hello world";
+  int prefill_delay_ms_per_token = 0;
+  int decode_delay_ms = 0;
+  int64_t context_length = 4096;
+};
+
+std::shared_ptr<ModelRuntime> make_fake_runtime(const FakeModelOptions& options);
+
+// Records every hook call, for tests of the cache seam.
+class RecordingHooks : public CacheHooks {
+ public:
+  void on_prompt_end(const PromptView& prompt, const StateSource& session) override;
+  void on_generation_end(std::span<const int32_t> tokens, const StateSource& session) override;
+  void on_interrupted(std::span<const int32_t> tokens, const StateSource& session) override;
+  void flush() override { flushed = true; }
+
+  std::mutex mutex;
+  int prompt_ends = 0;
+  int generation_ends = 0;
+  std::vector<std::vector<int32_t>> interrupted;
+  std::atomic<bool> flushed{false};
+};
+
+}  // namespace qmlx::server::testing

@@ -1,0 +1,209 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "base/error.h"
+#include "server/options.h"
+
+namespace qmlx::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+class OptionsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("qmlx_options_test_" + std::to_string(::getpid()));
+    fs::create_directories(dir_ / "model");
+    std::ofstream(dir_ / "model" / "config.json") << "{}";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write_config(const std::string& text) {
+    auto path = dir_ / "cache_config.json";
+    std::ofstream(path) << text;
+    return path.string();
+  }
+
+  ParsedCommandLine parse(std::vector<std::string> args) {
+    args.insert(args.begin(), "serve");
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    return parse_serve_command_line(static_cast<int>(argv.size()), argv.data());
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(OptionsTest, DefaultsMatchTheIssue) {
+  auto parsed = parse({});
+  ASSERT_TRUE(parsed.options);
+  EXPECT_EQ(parsed.options->host, "127.0.0.1");
+  EXPECT_EQ(parsed.options->port, 8080);
+  EXPECT_EQ(parsed.options->max_body_mb, 64);
+  EXPECT_TRUE(parsed.options->model_path.empty());
+}
+
+TEST_F(OptionsTest, EveryFlagIsParsed) {
+  std::string model = (dir_ / "model").string();
+  auto parsed = parse({"--model",
+                       model,
+                       "--host",
+                       "0.0.0.0",
+                       "--port",
+                       "9000",
+                       "--max-context",
+                       "200000",
+                       "--hybrid-attention",
+                       "--disk-kv-restore",
+                       "--metrics-port",
+                       "9001",
+                       "--model-id",
+                       "m",
+                       "--api-key",
+                       "k",
+                       "--threads",
+                       "2",
+                       "--default-temperature",
+                       "0.5",
+                       "--default-top-p",
+                       "0.9",
+                       "--default-top-k",
+                       "20",
+                       "--default-min-p",
+                       "0.05",
+                       "--default-repetition-penalty",
+                       "1.1",
+                       "--default-presence-penalty",
+                       "0.3",
+                       "--default-frequency-penalty",
+                       "0.2",
+                       "--log-format",
+                       "json",
+                       "--max-body-mb",
+                       "8"});
+  ASSERT_TRUE(parsed.options);
+  const ServerOptions& o = *parsed.options;
+  EXPECT_EQ(o.model_path, model);
+  EXPECT_EQ(o.host, "0.0.0.0");
+  EXPECT_EQ(o.port, 9000);
+  EXPECT_EQ(o.max_context, 200000);
+  EXPECT_TRUE(o.hybrid_attention);
+  EXPECT_TRUE(o.disk_kv_restore);
+  EXPECT_TRUE(o.deltanet_state_aware);
+  EXPECT_EQ(o.metrics_port, 9001);
+  EXPECT_EQ(o.model_id, "m");
+  EXPECT_EQ(o.api_key, "k");
+  EXPECT_EQ(o.threads, 2);
+  EXPECT_DOUBLE_EQ(o.sampling.temperature, 0.5);
+  EXPECT_DOUBLE_EQ(o.sampling.top_p, 0.9);
+  EXPECT_EQ(o.sampling.top_k, 20);
+  EXPECT_DOUBLE_EQ(o.sampling.min_p, 0.05);
+  EXPECT_DOUBLE_EQ(o.sampling.repetition_penalty, 1.1);
+  EXPECT_DOUBLE_EQ(o.sampling.presence_penalty, 0.3);
+  EXPECT_DOUBLE_EQ(o.sampling.frequency_penalty, 0.2);
+  EXPECT_EQ(o.log_format, LogFormat::kJson);
+  EXPECT_EQ(o.max_body_mb, 8);
+}
+
+TEST_F(OptionsTest, ConfigFileIsReadAndFlagsOverrideIt) {
+  std::string model = (dir_ / "model").string();
+  std::string config = write_config(R"({"cache": {"disk_cache_max_gb": 10},
+      "model": {"path": ")" + model +
+                                    R"(", "hybrid_attention": true,
+                "deltanet_state_aware": true}})");
+  auto parsed = parse({"--cache-config", config});
+  ASSERT_TRUE(parsed.options);
+  EXPECT_EQ(parsed.options->model_path, model);
+  EXPECT_TRUE(parsed.options->hybrid_attention);
+  EXPECT_TRUE(parsed.options->deltanet_state_aware);
+  EXPECT_EQ(parsed.options->cache_config["disk_cache_max_gb"], 10);
+
+  fs::create_directories(dir_ / "other");
+  std::ofstream(dir_ / "other" / "config.json") << "{}";
+  auto overridden = parse({"--cache-config", config, "--model", (dir_ / "other").string()});
+  ASSERT_TRUE(overridden.options);
+  EXPECT_EQ(overridden.options->model_path, (dir_ / "other").string());
+}
+
+TEST_F(OptionsTest, TildeIsExpandedInTheConfigFile) {
+  const char* home = std::getenv("HOME");
+  ASSERT_NE(home, nullptr);
+  ServerOptions options;
+  apply_config_file(nlohmann::json::parse(R"({"model": {"path": "~/some/model"}})"), "c.json", {},
+                    options);
+  EXPECT_EQ(options.model_path, std::string(home) + "/some/model");
+}
+
+TEST_F(OptionsTest, UnknownKeysWarnAndBadValuesFail) {
+  ServerOptions options;
+  apply_config_file(nlohmann::json::parse(R"({"cache": {}, "extra": 1, "model": {"colour": 2}})"),
+                    "c.json", {}, options);
+  ASSERT_EQ(options.warnings.size(), 2u);
+  EXPECT_NE(options.warnings[0].find("extra"), std::string::npos);
+  EXPECT_NE(options.warnings[1].find("model.colour"), std::string::npos);
+
+  try {
+    apply_config_file(nlohmann::json::parse(R"({"model": {"hybrid_attention": "yes"}})"), "c.json",
+                      {}, options);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.hybrid_attention"), std::string::npos);
+  }
+  EXPECT_THROW(apply_config_file(nlohmann::json::parse(R"({"cache": 3})"), "c.json", {}, options),
+               Error);
+}
+
+TEST_F(OptionsTest, MissingModelIsAnErrorNamingIt) {
+  try {
+    parse({"--model", (dir_ / "nope").string()});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nope"), std::string::npos);
+  }
+}
+
+TEST_F(OptionsTest, InvalidFlagValuesExitNonZero) {
+  EXPECT_NE(parse({"--log-format", "xml"}).exit_code, 0);
+  EXPECT_NE(parse({"--port", "abc"}).exit_code, 0);
+  EXPECT_FALSE(parse({"--port", "abc"}).options);
+}
+
+TEST_F(OptionsTest, HelpDocumentsEveryFlagAndKey) {
+  testing::internal::CaptureStdout();
+  auto parsed = parse({"--help"});
+  std::string help = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(parsed.exit_code, 0);
+  EXPECT_FALSE(parsed.options);
+  for (const char* flag : {"--model",
+                           "--cache-config",
+                           "--host",
+                           "--port",
+                           "--max-context",
+                           "--hybrid-attention",
+                           "--disk-kv-restore",
+                           "--metrics-port",
+                           "--model-id",
+                           "--api-key",
+                           "--threads",
+                           "--default-temperature",
+                           "--default-top-p",
+                           "--default-top-k",
+                           "--default-min-p",
+                           "--default-repetition-penalty",
+                           "--default-presence-penalty",
+                           "--default-frequency-penalty",
+                           "--log-format",
+                           "--max-body-mb",
+                           "\"cache\"",
+                           "\"path\"",
+                           "\"hybrid_attention\"",
+                           "\"deltanet_state_aware\""}) {
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+  }
+}
+
+}  // namespace
+}  // namespace qmlx::server
