@@ -9,13 +9,16 @@ DEBIAN_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libxxhash-dev libcli11-dev libicu-dev
   python3 python3-numpy python3-jinja2
-  nodejs npm curl prometheus
+  curl prometheus
 )
 
 missing=()
 for p in "${DEBIAN_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js may come from outside Debian (with its own npm); install Debian's only when absent.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
   echo "setup: installing Debian packages: ${missing[*]}"
   SUDO=""
