@@ -7,7 +7,7 @@ namespace {
 
 PendingChunk capture_chunk(const StateSource& source, std::span<const int32_t> tokens,
                            int64_t chunk_index, const ChunkHeader& header) {
-  PendingChunk chunk{header, std::vector<uint8_t>(header.file_bytes())};
+  PendingChunk chunk{header, std::vector<uint8_t>(header.file_bytes()), nullptr};
   const int64_t begin = chunk_index * header.chunk_tokens;
   const int64_t end = begin + header.chunk_tokens;
   std::memcpy(chunk.file.data() + header.tokens_offset(), tokens.data() + begin,
@@ -45,8 +45,8 @@ void capture_snapshot_payload(const StateSource& source, std::span<const int32_t
 }  // namespace
 
 uint64_t PendingWrite::bytes() const {
-  uint64_t total = file.size();
-  for (const PendingChunk& chunk : chunks) total += chunk.file.size();
+  uint64_t total = sealed ? sealed->size() : file.size();
+  for (const PendingChunk& chunk : chunks) total += chunk.bytes().size();
   return total;
 }
 
@@ -85,6 +85,14 @@ PendingWrite capture_state(const StateSource& source, std::span<const int32_t> t
 void seal_pending(PendingWrite& write) {
   for (PendingChunk& chunk : write.chunks) seal_chunk(chunk.header, chunk.file);
   seal_snapshot(write.header, write.file);
+}
+
+void seal_and_share(PendingWrite& write) {
+  seal_pending(write);
+  for (PendingChunk& chunk : write.chunks) {
+    chunk.sealed = std::make_shared<const std::vector<uint8_t>>(std::move(chunk.file));
+  }
+  write.sealed = std::make_shared<const std::vector<uint8_t>>(std::move(write.file));
 }
 
 }  // namespace qmlx

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -15,19 +16,31 @@
 
 namespace qmlx {
 
+// Bytes shared, once sealed, by the RAM tier and the writer (no second copy).
+using SealedFile = std::shared_ptr<const std::vector<uint8_t>>;
+
 struct PendingChunk {
   ChunkHeader header;
-  std::vector<uint8_t> file;
+  std::vector<uint8_t> file;  // built in place; moved into `sealed` when published early
+  SealedFile sealed;
+
+  const std::vector<uint8_t>& bytes() const { return sealed ? *sealed : file; }
 };
 
 struct PendingWrite {
   SnapshotHeader header;             // id, base, kind, position, created_ms, shapes
   std::vector<uint8_t> file;         // the snapshot file, built in place
+  SealedFile sealed;                 // the same once sealed and published to the RAM tier
   std::vector<Hash128> chunk_list;   // every full chunk the snapshot names
   std::vector<PendingChunk> chunks;  // the named chunks this write must store itself
 
+  // Sealed and already restorable from the RAM tier: the writer only persists it.
+  bool published() const { return sealed != nullptr; }
   uint64_t bytes() const;
 };
+
+// Seals the write and moves its files into shared buffers (see SealedFile).
+void seal_and_share(PendingWrite& write);
 
 struct CaptureOptions {
   Hash128 fingerprint;

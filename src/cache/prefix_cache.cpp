@@ -214,10 +214,10 @@ FetchedFile PrefixCache::fetch(const std::string& name) {
 }
 
 void PrefixCache::remember_in_memory(const std::string& name, SharedBytes bytes) {
-  std::vector<std::string> evicted = memory_->put(name, std::move(bytes));
-  if (!disk_) forget_memory_only(evicted);
+  forget_memory_only(memory_->put(name, std::move(bytes)));
 }
 
+// Files that left the RAM tier and are not (yet) on disk can no longer be restored.
 void PrefixCache::forget_memory_only(const std::vector<std::string>& names) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const std::string& name : names) {
@@ -225,8 +225,12 @@ void PrefixCache::forget_memory_only(const std::vector<std::string>& names) {
     std::optional<Hash128> h = DiskStore::hash_of_name(name, &is_chunk);
     if (!h) continue;
     if (is_chunk) {
+      const ChunkEntry* entry = index_.chunk(*h);
+      if (entry == nullptr || entry->on_disk) continue;
       index_.remove_chunk(*h);
     } else {
+      const SnapshotEntry* entry = index_.snapshot(*h);
+      if (entry == nullptr || entry->on_disk) continue;
       index_.remove_snapshot(*h);
     }
     metrics_.count_eviction("memory_lru");
@@ -272,7 +276,35 @@ bool PrefixCache::capture(const StateSource& source, std::span<const int32_t> to
     }
     return !writer_->carries_chunk(h);
   });
+  if (memory_) publish_in_memory(write);
   return writer_->submit(std::move(write));
+}
+
+// The next request may come before the writer has reached this write (a coding agent's next
+// turn often does), so with the RAM tier the capture is restorable at once: sealed here, its
+// files shared with the writer, indexed as not yet on disk. The writer then only persists it.
+void PrefixCache::publish_in_memory(PendingWrite& write) {
+  seal_and_share(write);
+  const int64_t now = now_ms_();
+  for (const PendingChunk& chunk : write.chunks) {
+    const Hash128 h = chunk.header.chain_hash;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (index_.has_chunk(h)) continue;
+      index_.add_chunk(h, ChunkEntry{chunk.sealed->size(), now, false});
+    }
+    remember_in_memory(DiskStore::chunk_name(h), chunk.sealed);
+  }
+  const Hash128 id = write.header.id;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const SnapshotEntry* old = index_.snapshot(id);
+    const bool pinned = old != nullptr && old->pinned;
+    const bool on_disk = old != nullptr && old->on_disk;
+    index_.add_snapshot(SnapshotEntry{write.header, write.chunk_list, write.sealed->size(),
+                                      write.header.created_ms, pinned, on_disk});
+  }
+  remember_in_memory(DiskStore::snapshot_name(id), write.sealed);
 }
 
 void PrefixCache::flush() { writer_->flush(); }
@@ -282,14 +314,28 @@ void PrefixCache::count_write_error(const Status& s) {
   log_warn("cache: checkpoint write dropped: " + s.ToString());
 }
 
+// Makes every chunk the snapshot names durable before the snapshot itself: the chunks this
+// write carries, and any that so far lived only in the RAM tier (their own write was dropped).
 bool PrefixCache::commit_chunks(PendingWrite& write) {
-  for (PendingChunk& chunk : write.chunks) {
-    const Hash128 h = chunk.header.chain_hash;
+  for (const Hash128& h : write.chunk_list) {
+    bool indexed = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (index_.has_chunk(h)) continue;
+      const ChunkEntry* entry = index_.chunk(h);
+      if (entry != nullptr && (entry->on_disk || !disk_)) continue;
+      indexed = entry != nullptr;
     }
-    auto bytes = std::make_shared<const std::vector<uint8_t>>(std::move(chunk.file));
+    SealedFile bytes;
+    for (PendingChunk& chunk : write.chunks) {
+      if (chunk.header.chain_hash != h) continue;
+      bytes = chunk.sealed ? chunk.sealed
+                           : std::make_shared<const std::vector<uint8_t>>(std::move(chunk.file));
+    }
+    if (!bytes && indexed && memory_) bytes = memory_->get(DiskStore::chunk_name(h));
+    if (!bytes) {
+      metrics_.count_dropped("missing_chunk");
+      return false;
+    }
     if (disk_) {
       Status s = disk_->put_chunk(h, *bytes);
       if (!s.ok()) {
@@ -299,9 +345,11 @@ bool PrefixCache::commit_chunks(PendingWrite& write) {
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      index_.add_chunk(h, ChunkEntry{bytes->size(), now_ms_(), disk_ != nullptr});
+      const ChunkEntry* old = index_.chunk(h);
+      const int64_t used = old != nullptr ? old->last_used_ms : now_ms_();
+      index_.add_chunk(h, ChunkEntry{bytes->size(), used, disk_ != nullptr});
     }
-    if (memory_) remember_in_memory(DiskStore::chunk_name(h), bytes);
+    if (memory_ && !write.published()) remember_in_memory(DiskStore::chunk_name(h), bytes);
   }
   return true;
 }
@@ -309,19 +357,22 @@ bool PrefixCache::commit_chunks(PendingWrite& write) {
 void PrefixCache::commit(PendingWrite& write) {
   const auto start = Clock::now();
   const Hash128 id = write.header.id;
-  if (!worth_capturing(id, write.header.kind)) return;
-  seal_pending(write);
-  if (!commit_chunks(write)) return;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const Hash128& h : write.chunk_list) {
-      if (!index_.has_chunk(h)) {
-        metrics_.count_dropped("missing_chunk");
-        return;
-      }
+  const std::string kind(snapshot_kind_name(write.header.kind));
+  if (write.published()) {
+    if (!disk_) {
+      metrics_.observe_write(kind, seconds_since(start));  // it lives in the RAM tier only
+      return;
     }
+    std::lock_guard<std::mutex> lock(mutex_);
+    const SnapshotEntry* entry = index_.snapshot(id);
+    if (entry != nullptr && entry->on_disk) return;  // a better kind already persisted it
+  } else {
+    if (!worth_capturing(id, write.header.kind)) return;
+    seal_pending(write);
   }
-  auto bytes = std::make_shared<const std::vector<uint8_t>>(std::move(write.file));
+  if (!commit_chunks(write)) return;
+  SealedFile bytes =
+      write.sealed ? write.sealed : std::make_shared<const std::vector<uint8_t>>(std::move(write.file));
   if (disk_) {
     Status s = disk_->put_snapshot(id, *bytes);
     if (!s.ok()) {
@@ -333,11 +384,17 @@ void PrefixCache::commit(PendingWrite& write) {
     std::lock_guard<std::mutex> lock(mutex_);
     const SnapshotEntry* old = index_.snapshot(id);
     const bool pinned = old != nullptr && old->pinned;
-    index_.add_snapshot(SnapshotEntry{write.header, write.chunk_list, bytes->size(),
-                                      write.header.created_ms, pinned, disk_ != nullptr});
+    const int64_t used = old != nullptr ? old->last_used_ms : write.header.created_ms;
+    SnapshotHeader header = write.header;
+    // A better kind published in RAM after this write was queued keeps its kind.
+    if (old != nullptr && snapshot_kind_value(old->header.kind) > snapshot_kind_value(header.kind)) {
+      header.kind = old->header.kind;
+    }
+    index_.add_snapshot(
+        SnapshotEntry{header, write.chunk_list, bytes->size(), used, pinned, disk_ != nullptr});
   }
-  if (memory_) remember_in_memory(DiskStore::snapshot_name(id), bytes);
-  metrics_.observe_write(std::string(snapshot_kind_name(write.header.kind)), seconds_since(start));
+  if (memory_ && !write.published()) remember_in_memory(DiskStore::snapshot_name(id), bytes);
+  metrics_.observe_write(kind, seconds_since(start));
   evict_if_needed(false);
 }
 
@@ -369,8 +426,14 @@ void PrefixCache::apply_eviction(const std::vector<EvictionStep>& steps) {
   for (const EvictionStep& step : steps) {
     Status s;
     std::string name;
+    bool on_disk = true;  // a capture published in RAM may not have reached the disk yet
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      if (step.target == EvictionStep::Target::kChunk) {
+        if (const ChunkEntry* c = index_.chunk(step.id)) on_disk = c->on_disk;
+      } else if (step.target == EvictionStep::Target::kSnapshot) {
+        if (const SnapshotEntry* e = index_.snapshot(step.id)) on_disk = e->on_disk;
+      }
       switch (step.target) {
         case EvictionStep::Target::kQuarantined:
           quarantine_bytes_ -= std::min(quarantine_bytes_, step.bytes);
@@ -397,10 +460,10 @@ void PrefixCache::apply_eviction(const std::vector<EvictionStep>& steps) {
         s = env_->remove_tree(step.name);
         break;
       case EvictionStep::Target::kChunk:
-        s = disk_->remove_chunk(step.id);
+        if (on_disk) s = disk_->remove_chunk(step.id);
         break;
       case EvictionStep::Target::kSnapshot:
-        s = disk_->remove_snapshot(step.id);
+        if (on_disk) s = disk_->remove_snapshot(step.id);
         break;
     }
     if (!s.ok()) log_warn("cache: eviction failed: " + s.ToString());

@@ -134,6 +134,7 @@ class PrefixCache {
 
  private:
   void open_store();
+  void publish_in_memory(PendingWrite& write);
   void commit(PendingWrite& write);
   bool commit_chunks(PendingWrite& write);
   void count_write_error(const Status& s);

@@ -5,14 +5,20 @@
 
 #include <csignal>
 #include <cstring>
+#include <optional>
 
 #include "base/logging.h"
+#include "cache/config.h"
+#include "cache/hash.h"
+#include "cache/prefix_cache.h"
 #include "base/process.h"
 #include "base/thread_pool.h"
 #include "cli/command.h"
 #include "modelgen/demo_model.h"
 #include "server/api_server.h"
+#include "server/cache_metrics.h"
 #include "server/options.h"
+#include "server/prefix_cache_hooks.h"
 #include "server/runtime_loader.h"
 
 namespace qmlx::cli {
@@ -42,6 +48,41 @@ void log_ready(const server::ModelRuntime& runtime, const server::ApiServer& api
   log_info(line);
 }
 
+// The "cache" section of the config file, with --disk-kv-restore (or the file's
+// model.deltanet_state_aware) switching the disk tier on; nullopt when both tiers are off (the
+// cold baseline: nothing is reused between requests).
+std::optional<CacheConfig> serve_cache_config(const server::ServerOptions& options) {
+  std::string source = options.cache_config_path.empty() ? "cache settings"
+                                                         : options.cache_config_path;
+  ParsedCacheConfig parsed = parse_cache_config({{"cache", options.cache_config}}, source);
+  for (const std::string& warning : parsed.warnings) log_warn(warning);
+  if (options.disk_kv_restore || options.deltanet_state_aware) parsed.config.disk_kv_cache = true;
+  if (!parsed.config.enabled()) {
+    log_info("cache: off (memory_prefix_cache and disk_kv_cache are false)");
+    return std::nullopt;
+  }
+  return parsed.config;
+}
+
+std::unique_ptr<PrefixCache> open_prefix_cache(const CacheConfig& config,
+                                               const server::ModelRuntime& runtime) {
+  Hash128 fingerprint = model_fingerprint(runtime.identity, runtime.state_layout);
+  auto cache = std::make_unique<PrefixCache>(config, fingerprint, runtime.state_layout);
+  CacheStats stats = cache->stats();
+  std::string line = "cache: fingerprint " + fingerprint.hex();
+  if (config.disk_kv_cache) {
+    line += ", store " + cache->store_dir() + " (" + std::to_string(stats.disk_cache_snapshots) +
+            " snapshots, " + std::to_string(stats.disk_cache_chunks) + " chunks, " +
+            std::to_string(stats.disk_cache_bytes >> 20) + " MiB of " +
+            std::to_string(uint64_t(config.disk_cache_max_gb * 1024)) + " MiB)";
+  }
+  if (config.memory_prefix_cache) {
+    line += ", RAM tier " + std::to_string(config.memory_cache_max_mb) + " MiB";
+  }
+  log_info(line);
+  return cache;
+}
+
 int serve(int argc, char** argv) {
   server::ParsedCommandLine parsed = server::parse_serve_command_line(argc, argv);
   if (!parsed.options) return parsed.exit_code;
@@ -54,6 +95,9 @@ int serve(int argc, char** argv) {
   sigset_t signals = stop_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // The cache's values are checked before the port opens, like every other option.
+  std::optional<CacheConfig> cache_config = serve_cache_config(options);
+
   server::MetricsRegistry registry;
   server::ApiServer api(options, registry);
   api.start();
@@ -62,7 +106,14 @@ int serve(int argc, char** argv) {
   std::string model_dir = options.model_path.empty() ? ensure_demo_model() : options.model_path;
   std::shared_ptr<server::ModelRuntime> runtime = server::load_model_runtime(model_dir, options);
   server::CacheHooks no_cache;
-  api.set_ready(runtime, no_cache);
+  std::unique_ptr<PrefixCache> cache;
+  std::unique_ptr<server::PrefixCacheHooks> cache_hooks;
+  if (cache_config) {
+    cache = open_prefix_cache(*cache_config, *runtime);
+    cache_hooks = std::make_unique<server::PrefixCacheHooks>(*cache, runtime->tokenizer);
+    server::export_cache_metrics(registry, *cache);
+  }
+  api.set_ready(runtime, cache_hooks ? *cache_hooks : no_cache, cache.get());
   log_ready(*runtime, api, options);
 
   int signal_number = 0;

@@ -1,6 +1,7 @@
 #include "server/api_server.h"
 
 #include <csignal>
+#include <stdexcept>
 
 #include "base/error.h"
 #include "base/logging.h"
@@ -59,10 +60,14 @@ void add_method_not_allowed(httplib::Server& http, State& state, const std::stri
               "method " + req.method + " not allowed on " + path + " (use " + allowed + ")");
     state.metrics.record_request(path, 405);
   };
-  if (allowed != "GET") http.Get(path, reject);
-  if (allowed != "POST") http.Post(path, reject);
+  // `allowed` is one method or a list ("GET, DELETE").
+  auto allows = [&allowed](const char* method) {
+    return allowed.find(method) != std::string::npos;
+  };
+  if (!allows("GET")) http.Get(path, reject);
+  if (!allows("POST")) http.Post(path, reject);
   http.Put(path, reject);
-  http.Delete(path, reject);
+  if (!allows("DELETE")) http.Delete(path, reject);
   http.Patch(path, reject);
 }
 
@@ -126,9 +131,10 @@ void State::check_model(const std::string& model, const ModelRuntime& rt) const 
   }
 }
 
-void add_route(httplib::Server& http, State& state, const std::string& method,
-               const RouteSpec& spec, RouteHandler handler) {
-  auto wrapped = [&state, spec, handler](const httplib::Request& req, httplib::Response& res) {
+namespace {
+
+httplib::Server::Handler wrap_route(State& state, const RouteSpec& spec, RouteHandler handler) {
+  return [&state, spec, handler](const httplib::Request& req, httplib::Response& res) {
     state.metrics.add_in_flight(1);
     try {
       if (spec.needs_auth) {
@@ -151,11 +157,32 @@ void add_route(httplib::Server& http, State& state, const std::string& method,
     state.metrics.add_in_flight(-1);
     state.metrics.record_request(spec.path, res.status == -1 ? 200 : res.status);
   };
-  if (method == "GET")
-    http.Get(spec.path, wrapped);
-  else
-    http.Post(spec.path, wrapped);
-  add_method_not_allowed(http, state, spec.path, method);
+}
+
+}  // namespace
+
+void add_routes(httplib::Server& http, State& state, const RouteSpec& spec,
+                const std::vector<std::pair<std::string, RouteHandler>>& methods) {
+  std::string allowed;
+  for (const auto& [method, handler] : methods) {
+    auto wrapped = wrap_route(state, spec, handler);
+    if (method == "GET") {
+      http.Get(spec.path, wrapped);
+    } else if (method == "POST") {
+      http.Post(spec.path, wrapped);
+    } else if (method == "DELETE") {
+      http.Delete(spec.path, wrapped);
+    } else {
+      throw std::logic_error("add_routes: unsupported method " + method);
+    }
+    allowed += (allowed.empty() ? "" : ", ") + method;
+  }
+  add_method_not_allowed(http, state, spec.path, allowed);
+}
+
+void add_route(httplib::Server& http, State& state, const std::string& method,
+               const RouteSpec& spec, RouteHandler handler) {
+  add_routes(http, state, spec, {{method, std::move(handler)}});
 }
 
 ApiServer::ApiServer(ServerOptions options, MetricsRegistry& registry, ApiServerSettings settings)
@@ -179,6 +206,7 @@ ApiServer::ApiServer(ServerOptions options, MetricsRegistry& registry, ApiServer
       }));
   add_info_routes(*http_, state);
   add_generation_routes(*http_, state);
+  add_cache_admin_routes(*http_, state);
   if (state.options.metrics_port != 0) {
     metrics_http_ = new_http_server();
     MetricsRegistry& reg = registry;
@@ -203,12 +231,14 @@ void ApiServer::start() {
   http_thread_ = std::thread([this] { http_->listen_after_bind(); });
 }
 
-void ApiServer::set_ready(std::shared_ptr<const ModelRuntime> runtime, CacheHooks& hooks) {
+void ApiServer::set_ready(std::shared_ptr<const ModelRuntime> runtime, CacheHooks& hooks,
+                          PrefixCache* cache) {
   auto scheduler = std::make_unique<Scheduler>(*runtime, hooks, &state_->metrics,
                                                state_->options.max_queue, state_->settings.runner);
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->runtime = std::move(runtime);
   state_->scheduler = std::move(scheduler);
+  state_->cache = cache;
 }
 
 void ApiServer::stop(std::chrono::milliseconds grace) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "cache/prefix_cache.h"
 #include "server/cache_hooks.h"
 #include "server/metrics.h"
 #include "server/model_runtime.h"
@@ -44,8 +45,10 @@ class ApiServer {
   int port() const { return port_; }
   int metrics_port() const { return metrics_port_; }
 
-  // The model is loaded: model routes start answering. `hooks` must outlive the server.
-  void set_ready(std::shared_ptr<const ModelRuntime> runtime, CacheHooks& hooks);
+  // The model is loaded: model routes start answering. `hooks` (and `cache`, which serves the
+  // admin routes; null without a cache) must outlive the server.
+  void set_ready(std::shared_ptr<const ModelRuntime> runtime, CacheHooks& hooks,
+                 PrefixCache* cache = nullptr);
 
   // Stops accepting, lets in-flight requests finish for up to `grace` then cuts them, flushes
   // the cache hooks, and returns when every thread has ended.

@@ -24,6 +24,7 @@ struct ApiServer::State {
   std::mutex mutex;
   std::shared_ptr<const ModelRuntime> runtime;  // null while the model loads
   std::unique_ptr<Scheduler> scheduler;
+  PrefixCache* cache = nullptr;  // the admin routes' cache; null without one
 
   // The runtime, or ApiError(503) while loading.
   std::shared_ptr<const ModelRuntime> ready_runtime();
@@ -47,6 +48,9 @@ using RouteHandler = std::function<void(const httplib::Request&, httplib::Respon
 // Registers `handler` for POST or GET on spec.path with auth, error shaping and metrics.
 void add_route(httplib::Server& http, State& state, const std::string& method,
                const RouteSpec& spec, RouteHandler handler);
+// The same for several methods on one path (GET, POST, DELETE); others answer 405.
+void add_routes(httplib::Server& http, State& state, const RouteSpec& spec,
+                const std::vector<std::pair<std::string, RouteHandler>>& methods);
 
 // Sets an error response in the route's API shape.
 void set_error(httplib::Response& res, ApiStyle style, int status, const std::string& message,
@@ -57,5 +61,6 @@ void set_json(httplib::Response& res, const nlohmann::json& body);
 // Route registration, one function per route file.
 void add_generation_routes(httplib::Server& http, State& state);
 void add_info_routes(httplib::Server& http, State& state);
+void add_cache_admin_routes(httplib::Server& http, State& state);
 
 }  // namespace qmlx::server

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,12 +30,19 @@ struct CacheLookupResult {
   int64_t cached_tokens = 0;
   std::string kind;         // snapshot kind used ("prompt_end", "message_boundary", ...)
   std::string tier;         // "ram" or "disk"
-  std::string miss_reason;  // on a miss: "none", "checksum", "tokens", "guard", ...
+  std::string miss_reason;  // on a miss: "no_candidate", "disabled", "checksum", "tokens", ...
+  std::string rejected;     // reasons of candidates that failed a check, comma-separated
+  uint64_t restore_bytes = 0;
   // Stage timings in milliseconds, for the log line and the timings object.
   double lookup_ms = 0, read_ms = 0, verify_ms = 0, install_ms = 0;
   // Where the prompt diverged from the deepest cached prefix, decoded both sides (for the log).
   std::string divergence;
 };
+
+// The conversation as the chat template will render it in the next turn, up to where that turn
+// adds its new message (the reply re-rendered as history: stripped reasoning, normalised tool
+// calls). Computed lazily, in idle time; empty when the route has no conversation.
+using CanonicalHistory = std::function<std::vector<int32_t>()>;
 
 class CacheHooks {
  public:
@@ -43,18 +51,30 @@ class CacheHooks {
   virtual CacheLookupResult lookup_and_restore(const PromptView& prompt, StateSink& session) {
     return {};
   }
+  // Positions in (from, prompt length) where the prefill must pause so that on_prefill_progress
+  // sees the session exactly there (message boundaries, periodic progress points); ascending.
+  virtual std::vector<int64_t> checkpoint_positions(const PromptView& prompt, int64_t from) {
+    return {};
+  }
   // After each prefill chunk; session.position() tokens of the prompt are done.
   virtual void on_prefill_progress(const PromptView& prompt, const StateSource& session) {}
   // The whole prompt is prefilled; session holds its logits.
   virtual void on_prompt_end(const PromptView& prompt, const StateSource& session) {}
+  // After each generated token is fed: `tokens` is prompt + generated so far, the session is at
+  // tokens.size() (periodic `interval` checkpoints of long generations).
+  virtual void on_decode_step(const PromptView& prompt, std::span<const int32_t> tokens,
+                              const StateSource& session) {}
   // Generation ended normally; `tokens` is prompt + generated (all fed to the session except,
-  // possibly, the last one, which session.position() tells).
-  virtual void on_generation_end(std::span<const int32_t> tokens, const StateSource& session) {}
+  // possibly, the last one, which session.position() tells). `next_turn` renders the canonical
+  // history for the idle pre-fill.
+  virtual void on_generation_end(std::span<const int32_t> tokens, const StateSource& session,
+                                 CanonicalHistory next_turn) {}
   // The client went away or the server is stopping: what was generated so far.
   virtual void on_interrupted(std::span<const int32_t> tokens, const StateSource& session) {}
   // No request is waiting; a good time for background work (canonical-history pre-fill).
-  // `session` holds the last request's state and may be advanced or reset by the hook.
-  virtual void on_idle(InferenceSession& session) {}
+  // `session` holds the last request's state and may be advanced or reset by the hook, which
+  // must return promptly once `preempted()` is true (a request arrived).
+  virtual void on_idle(InferenceSession& session, const std::function<bool()>& preempted) {}
   // The server is shutting down: finish pending writes (bounded by the cache's own timeout).
   virtual void flush() {}
 };

@@ -31,6 +31,7 @@ struct PromptProgress {
 };
 
 struct GenerationStats {
+  uint64_t uid = 0;  // the request's number in the log
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;
   int64_t prefill_tokens = 0;

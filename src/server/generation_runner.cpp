@@ -6,6 +6,7 @@
 #include <random>
 
 #include "base/logging.h"
+#include "server/canonical_history.h"
 #include "server/stop_matcher.h"
 #include "text/output/output_parser.h"
 
@@ -52,6 +53,11 @@ class OutputPipeline {
 
   const std::optional<std::string>& matched_stop() const { return stops_.matched(); }
   bool produced_tool_calls() const { return parser_ && !parser_->result().tool_calls.empty(); }
+  // The whole reply as parsed (chat routes only).
+  std::optional<ParsedOutput> reply() const {
+    if (!parser_) return std::nullopt;
+    return parser_->result();
+  }
 
  private:
   void emit(const std::string& text, bool at_end) {
@@ -96,6 +102,7 @@ class Run {
   GenerationOutcome execute() {
     start_ = Clock::now();
     stats_.queue_ms = std::chrono::duration<double, std::milli>(start_ - job_.created()).count();
+    stats_.uid = job_.uid();
     stats_.prompt_tokens = static_cast<int64_t>(prompt_ids_.size());
     restore_from_cache();
     if (!prefill_prompt()) return finish(FinishReason::kCancelled);
@@ -124,9 +131,15 @@ class Run {
     int64_t pos = stats_.cached_tokens;
     const int64_t total = stats_.prompt_tokens;
     publish_progress(pos, prefill_start);
+    // The cache's checkpoints must land exactly on their positions, so chunks end there too.
+    std::vector<int64_t> stops = hooks_.checkpoint_positions(view_, pos);
+    auto next_stop = stops.begin();
     while (pos < total) {
       if (job_.cancelled()) return false;
-      int64_t n = std::min<int64_t>(settings_.prefill_chunk_tokens, total - pos);
+      while (next_stop != stops.end() && *next_stop <= pos) ++next_stop;
+      int64_t end = std::min<int64_t>(pos + settings_.prefill_chunk_tokens, total);
+      if (next_stop != stops.end()) end = std::min(end, *next_stop);
+      int64_t n = end - pos;
       session_.prefill(std::span<const int32_t>(prompt_ids_).subspan(pos, n));
       pos += n;
       hooks_.on_prefill_progress(view_, session_.state_source());
@@ -208,6 +221,7 @@ class Run {
         break;
       }
       session_.prefill(std::span<const int32_t>(&token, 1));
+      hooks_.on_decode_step(view_, history, session_.state_source());
     }
     // The detokenizer's flush may complete a stop string too.
     if (reason != FinishReason::kStopSequence) output.push(detokenizer.finish());
@@ -216,6 +230,7 @@ class Run {
       stop_sequence_ = *output.matched_stop();
     }
     output.finish();
+    reply_ = output.reply();
     stats_.decode_ms = generated_.empty() ? 0 : ms_since(decode_start);
     stats_.completion_tokens = static_cast<int64_t>(generated_.size());
     if (reason == FinishReason::kStop && output.produced_tool_calls()) {
@@ -232,7 +247,7 @@ class Run {
                                     std::min<size_t>(tokens.size(), session_.position()));
       hooks_.on_interrupted(done, session_.state_source());
     } else {
-      hooks_.on_generation_end(tokens, session_.state_source());
+      hooks_.on_generation_end(tokens, session_.state_source(), next_turn_renderer());
     }
     GenerationEvent event;
     event.kind = GenerationEvent::Kind::kDone;
@@ -242,6 +257,15 @@ class Run {
     event.generated = generated_;
     job_.publish(std::move(event));
     return {reason, stats_};
+  }
+
+  // Renders, when the cache asks (in idle time), how the next turn will show this reply.
+  CanonicalHistory next_turn_renderer() const {
+    if (request_.route == Route::kCompletions || !reply_) return {};
+    return [&runtime = runtime_, messages = request_.messages, tools = request_.tools,
+            kwargs = request_.template_kwargs, reply = *reply_] {
+      return render_canonical_history(runtime, messages, tools, kwargs, reply);
+    };
   }
 
   GenerationJob& job_;
@@ -256,6 +280,7 @@ class Run {
   GenerationStats stats_;
   std::vector<int32_t> generated_;
   std::string stop_sequence_;
+  std::optional<ParsedOutput> reply_;  // chat routes: the whole parsed reply
 };
 
 }  // namespace

@@ -85,6 +85,12 @@ void Counter::add(double amount, const LabelValues& values) {
   values_[values] += amount;
 }
 
+void Counter::set_total(double total, const LabelValues& values) {
+  check_arity(values);
+  std::lock_guard<std::mutex> lock(mutex_);
+  values_[values] = total;
+}
+
 double Counter::value(const LabelValues& values) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = values_.find(values);
@@ -210,7 +216,29 @@ Histogram& MetricsRegistry::histogram(const std::string& name, const std::string
   return get_or_add<Histogram>(name, help, std::move(bounds), std::move(label_names));
 }
 
+void Histogram::set_series(const std::vector<uint64_t>& buckets, uint64_t count, double sum,
+                           const LabelValues& values) {
+  check_arity(values);
+  if (buckets.size() < bounds_.size()) throw std::logic_error(name_ + ": bucket count mismatch");
+  std::lock_guard<std::mutex> lock(mutex_);
+  Series& s = series_[values];
+  s.buckets.assign(buckets.begin(), buckets.begin() + std::ptrdiff_t(bounds_.size()));
+  s.count = count;
+  s.sum = sum;
+}
+
+void MetricsRegistry::on_scrape(std::function<void()> refresh) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  scrape_hooks_.push_back(std::move(refresh));
+}
+
 std::string MetricsRegistry::expose() const {
+  std::vector<std::function<void()>> hooks;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    hooks = scrape_hooks_;
+  }
+  for (const auto& refresh : hooks) refresh();
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;
   for (const auto& family : families_) family->write(out);

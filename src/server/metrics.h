@@ -42,6 +42,8 @@ class Counter : public MetricFamily {
   using MetricFamily::MetricFamily;
   const char* type() const override { return "counter"; }
   void add(double amount, const LabelValues& values = {});
+  // Mirrors a total kept elsewhere (the cache's own counters), refreshed at scrape time.
+  void set_total(double total, const LabelValues& values = {});
   double value(const LabelValues& values = {}) const;
 
  private:
@@ -71,6 +73,10 @@ class Histogram : public MetricFamily {
             std::vector<std::string> label_names = {});
   const char* type() const override { return "histogram"; }
   void observe(double value, const LabelValues& values = {});
+  // Mirrors a histogram kept elsewhere with the same bounds: per-bucket (non-cumulative)
+  // counts, one per bound (observations above the last bound are only in `count`).
+  void set_series(const std::vector<uint64_t>& buckets, uint64_t count, double sum,
+                  const LabelValues& values = {});
   uint64_t count(const LabelValues& values = {}) const;
 
  private:
@@ -95,10 +101,14 @@ class MetricsRegistry {
   Histogram& histogram(const std::string& name, const std::string& help, std::vector<double> bounds,
                        std::vector<std::string> label_names = {});
 
+  // Runs `refresh` at the start of every scrape (families mirrored from another component).
+  void on_scrape(std::function<void()> refresh);
+
   // The Prometheus text exposition (version 0.0.4) of every family, in registration order.
   std::string expose() const;
 
  private:
+  std::vector<std::function<void()>> scrape_hooks_;
   template <typename T, typename... Args>
   T& get_or_add(const std::string& name, Args&&... args);
 

@@ -58,6 +58,10 @@ struct ModelRuntime {
   std::string architecture;  // from config.json, for the start-up line
   std::string description;   // layers by type, memory: the start-up summary
   int64_t context_length = 0;
+  // What the prefix cache keys its store with (engine/model_identity.h) and the shape of the
+  // sessions' state; empty identity: this runtime cannot be cached.
+  std::string identity;
+  StateLayout state_layout;
   std::shared_ptr<const Tokenizer> tokenizer;
   std::vector<int32_t> stop_token_ids;  // end of turn / end of text
   ToolCallFormat tool_call_format = ToolCallFormat::kJson;
@@ -67,6 +71,11 @@ struct ModelRuntime {
                                const nlohmann::ordered_json& tools, bool add_generation_prompt,
                                const nlohmann::ordered_json& kwargs)>
       render_chat;
+  // The template's text alone (no tokenizing); optional, render_chat(...).text otherwise.
+  std::function<std::string(const nlohmann::ordered_json& messages,
+                            const nlohmann::ordered_json& tools, bool add_generation_prompt,
+                            const nlohmann::ordered_json& kwargs)>
+      render_text;
   std::function<std::unique_ptr<InferenceSession>()> new_session;
   std::function<std::unique_ptr<TokenSampler>(const SamplingParams& params, uint64_t seed)>
       new_sampler;

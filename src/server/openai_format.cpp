@@ -39,7 +39,8 @@ json openai_usage(const GenerationStats& stats) {
 }
 
 json timings_json(const GenerationStats& stats) {
-  json t = {{"cached", stats.cached_tokens},
+  json t = {{"uid", stats.uid},
+            {"cached", stats.cached_tokens},
             {"prefill", stats.prefill_tokens},
             {"prompt_n", stats.prefill_tokens},
             {"queue_ms", stats.queue_ms},
@@ -49,11 +50,19 @@ json timings_json(const GenerationStats& stats) {
             {"predicted_n", stats.completion_tokens},
             {"decode_ms", stats.decode_ms},
             {"decode_tokens_per_second", stats.decode_tokens_per_second()}};
-  if (stats.cached_tokens > 0) {
-    t["cache"] = {{"kind", stats.cache.kind},           {"tier", stats.cache.tier},
-                  {"lookup_ms", stats.cache.lookup_ms}, {"read_ms", stats.cache.read_ms},
-                  {"verify_ms", stats.cache.verify_ms}, {"install_ms", stats.cache.install_ms}};
-  }
+  const CacheLookupResult& cache = stats.cache;
+  t["restore_ms"] = cache.lookup_ms + cache.read_ms + cache.verify_ms + cache.install_ms;
+  t["snapshot_kind"] = stats.cached_tokens > 0 ? json(cache.kind) : json(nullptr);
+  t["cache"] = {{"hit", stats.cached_tokens > 0},
+                {"kind", cache.kind},
+                {"tier", cache.tier},
+                {"miss_reason", cache.miss_reason},
+                {"rejected", cache.rejected},
+                {"restore_bytes", cache.restore_bytes},
+                {"lookup_ms", cache.lookup_ms},
+                {"read_ms", cache.read_ms},
+                {"verify_ms", cache.verify_ms},
+                {"install_ms", cache.install_ms}};
   return t;
 }
 

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/logging.h"
 #include "base/process.h"
+#include "engine/model_identity.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
 #include "text/template/chat_prompt.h"
@@ -134,12 +135,19 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
   runtime->architecture = model->config().model_type;
   runtime->description = describe_layers(model->config());
   runtime->context_length = context_length_of(model_dir);
+  runtime->identity = model_identity(*model);
+  runtime->state_layout = state_layout_of(*model, SessionOptions{}.kv_dtype);
   runtime->tokenizer = tokenizer;
   runtime->stop_token_ids = stop_ids(*tokenizer, *chat);
   runtime->tool_call_format = tool_call_format_for_template(chat->source());
   runtime->render_chat = [chat, tokenizer](const ordered_json& messages, const ordered_json& tools,
                                            bool add_generation_prompt, const ordered_json& kwargs) {
     return render(*chat, *tokenizer, messages, tools, add_generation_prompt, kwargs);
+  };
+  runtime->render_text = [chat](const ordered_json& messages, const ordered_json& tools,
+                                bool add_generation_prompt, const ordered_json& kwargs) {
+    return chat->render(messages, tools.empty() ? ordered_json(nullptr) : tools,
+                        add_generation_prompt, kwargs);
   };
   runtime->new_session = [model] { return std::make_unique<EngineSession>(model); };
   int32_t max_token_id = tokenizer->vocab_size() - 1;

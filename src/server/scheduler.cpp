@@ -27,6 +27,11 @@ void Scheduler::submit(std::shared_ptr<GenerationJob> job) {
   changed_.notify_all();
 }
 
+bool Scheduler::work_waiting() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !queue_.empty() || exit_;
+}
+
 size_t Scheduler::queued() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return queue_.size();
@@ -64,7 +69,7 @@ void Scheduler::worker_loop() {
     if (!job) {
       // The queue drained after a request: let the cache use the quiet time, once.
       idle_pending = false;
-      if (session) hooks_.on_idle(*session);
+      if (session) hooks_.on_idle(*session, [this] { return work_waiting(); });
       continue;
     }
     if (!session) session = runtime_.new_session();
@@ -82,6 +87,9 @@ void Scheduler::run_one(GenerationJob& job, InferenceSession& session) {
   try {
     GenerationOutcome outcome = run_generation(job, session, runtime_, hooks_, settings_);
     log_info(request_log_line(job.uid(), outcome.finish, outcome.stats));
+    if (!outcome.stats.cache.divergence.empty()) {
+      log_info("uid=" + std::to_string(job.uid()) + " " + outcome.stats.cache.divergence);
+    }
     if (metrics_) metrics_->record_generation(outcome.stats);
   } catch (const std::exception& e) {
     log_error("uid=" + std::to_string(job.uid()) + " generation failed: " + e.what());

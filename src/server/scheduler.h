@@ -37,6 +37,8 @@ class Scheduler {
   size_t queued() const;
 
  private:
+  // A job is queued or the scheduler is stopping: idle work must give way.
+  bool work_waiting() const;
   void worker_loop();
   void run_one(GenerationJob& job, InferenceSession& session);
 

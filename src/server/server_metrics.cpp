@@ -60,28 +60,29 @@ void ServerMetrics::record_generation(const GenerationStats& stats) {
 }
 
 std::string request_log_line(uint64_t uid, FinishReason finish, const GenerationStats& stats) {
-  char line[512];
-  std::snprintf(
-      line, sizeof line,
-      "uid=%llu %s cached=%lld prefill=%lld prompt=%lld completion=%lld ttft=%.1fms "
-      "prefill_speed=%.1ftok/s decode_speed=%.1ftok/s queue=%.1fms finish=%s",
-      static_cast<unsigned long long>(uid), stats.cached_tokens > 0 ? "HIT" : "MISS",
-      static_cast<long long>(stats.cached_tokens), static_cast<long long>(stats.prefill_tokens),
-      static_cast<long long>(stats.prompt_tokens), static_cast<long long>(stats.completion_tokens),
-      stats.ttft_ms, stats.prefill_tokens_per_second(), stats.decode_tokens_per_second(),
-      stats.queue_ms, finish_name(finish));
-  std::string out = line;
   const CacheLookupResult& cache = stats.cache;
+  char line[512];
+  std::snprintf(line, sizeof line, "uid=%llu %s cached=%lld prefill=%lld",
+                static_cast<unsigned long long>(uid), stats.cached_tokens > 0 ? "HIT" : "MISS",
+                static_cast<long long>(stats.cached_tokens),
+                static_cast<long long>(stats.prefill_tokens));
+  std::string out = line;
   if (stats.cached_tokens > 0) {
-    std::snprintf(line, sizeof line,
-                  " kind=%s tier=%s lookup=%.1fms read=%.1fms verify=%.1fms install=%.1fms",
-                  cache.kind.c_str(), cache.tier.c_str(), cache.lookup_ms, cache.read_ms,
-                  cache.verify_ms, cache.install_ms);
-    out += line;
-  } else if (!cache.miss_reason.empty()) {
-    out += " miss_reason=" + cache.miss_reason;
+    out += " kind=" + cache.kind + " tier=" + cache.tier;
+  } else {
+    out += " reason=" + (cache.miss_reason.empty() ? std::string("no_cache") : cache.miss_reason);
   }
-  return out;
+  if (!cache.rejected.empty()) out += " rejected=" + cache.rejected;
+  // Stage timings: lookup, read, verify, install (the restore), prefill, first token.
+  std::snprintf(line, sizeof line,
+                " lookup=%.1fms read=%.1fms verify=%.1fms install=%.1fms prefill_time=%.1fms "
+                "ttft=%.1fms prompt=%lld completion=%lld prefill_speed=%.1ftok/s "
+                "decode_speed=%.1ftok/s queue=%.1fms finish=%s",
+                cache.lookup_ms, cache.read_ms, cache.verify_ms, cache.install_ms,
+                stats.prefill_ms, stats.ttft_ms, static_cast<long long>(stats.prompt_tokens),
+                static_cast<long long>(stats.completion_tokens), stats.prefill_tokens_per_second(),
+                stats.decode_tokens_per_second(), stats.queue_ms, finish_name(finish));
+  return out + line;
 }
 
 }  // namespace qmlx::server

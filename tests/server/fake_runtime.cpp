@@ -175,7 +175,8 @@ void RecordingHooks::on_prompt_end(const PromptView&, const StateSource&) {
   ++prompt_ends;
 }
 
-void RecordingHooks::on_generation_end(std::span<const int32_t>, const StateSource&) {
+void RecordingHooks::on_generation_end(std::span<const int32_t>, const StateSource&,
+                                       CanonicalHistory) {
   std::lock_guard<std::mutex> lock(mutex);
   ++generation_ends;
 }

@@ -29,7 +29,8 @@ std::shared_ptr<ModelRuntime> make_fake_runtime(const FakeModelOptions& options)
 class RecordingHooks : public CacheHooks {
  public:
   void on_prompt_end(const PromptView& prompt, const StateSource& session) override;
-  void on_generation_end(std::span<const int32_t> tokens, const StateSource& session) override;
+  void on_generation_end(std::span<const int32_t> tokens, const StateSource& session,
+                         CanonicalHistory next_turn) override;
   void on_interrupted(std::span<const int32_t> tokens, const StateSource& session) override;
   void flush() override { flushed = true; }
 

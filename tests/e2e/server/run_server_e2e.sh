@@ -20,12 +20,17 @@ server_pid=""
 cleanup() { [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null || true; }
 trap cleanup EXIT
 
+# The prefix cache keeps its store in the work folder, never in the user's home.
+mkdir -p "$work"
+echo "{\"cache\": {\"disk_cache_dir\": \"$work/cache-store\", \"fsync\": false}}" > "$work/cache.json"
+
 # start_server MODEL_DIR LOG: starts qmlx serve, waits for /health 200, sets port/metrics/pid.
 start_server() {
   port=$(free_port)
   metrics=$(free_port)
   "$qmlx" serve --model "$1" --port "$port" --metrics-port "$metrics" --api-key "$key" \
-    --max-context 4096 --max-body-mb 1 --model-id fixture "${@:3}" 2>"$2" &
+    --max-context 4096 --max-body-mb 1 --model-id fixture --cache-config "$work/cache.json" \
+    "${@:3}" 2>"$2" &
   server_pid=$!
   for _ in $(seq 1 300); do
     code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health" || true)
@@ -132,7 +137,7 @@ check_metrics() {
 }
 
 check_request_log() {
-  grep -Eq 'uid=[0-9]+ MISS cached=0 prefill=[0-9]+ prompt=[0-9]+ completion=[0-9]+ ttft=' "$1" ||
+  grep -Eq 'uid=[0-9]+ MISS cached=0 prefill=[0-9]+ reason=[a-z_]+ .* ttft=[0-9.]+ms prompt=' "$1" ||
     fail "no per-request log line in $1"
   grep -q "ready: model=fixture" "$1" || fail "no start-up summary line in $1"
 }

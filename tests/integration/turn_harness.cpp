@@ -1,0 +1,128 @@
+#include "tests/integration/turn_harness.h"
+
+#include <filesystem>
+#include <thread>
+
+#include "cache/hash.h"
+#include "modelgen/model_writer.h"
+#include "server/canonical_history.h"
+#include "server/options.h"
+#include "server/runtime_loader.h"
+
+namespace qmlx::testing {
+
+namespace fs = std::filesystem;
+
+std::string write_tiny_model(modelgen::Arch arch, const std::string& dir, uint64_t seed) {
+  if (fs::exists(fs::path(dir) / "config.json")) return dir;
+  modelgen::ModelOptions options;
+  options.arch = arch;
+  options.shape = modelgen::default_shape(arch);
+  options.seed = seed;
+  modelgen::write_random_model(options, dir);
+  return dir;
+}
+
+TurnHarness::TurnHarness(std::shared_ptr<const server::ModelRuntime> runtime,
+                         std::optional<CacheConfig> cache_config)
+    : runtime_(std::move(runtime)), config_(std::move(cache_config)) {
+  session_ = runtime_->new_session();
+  open_cache();
+}
+
+TurnHarness::~TurnHarness() {
+  hooks_.reset();
+  cache_.reset();
+}
+
+void TurnHarness::open_cache() {
+  if (!config_) return;
+  Hash128 fingerprint = model_fingerprint(runtime_->identity, runtime_->state_layout);
+  cache_ = std::make_unique<PrefixCache>(*config_, fingerprint, runtime_->state_layout);
+  hooks_ = std::make_unique<server::PrefixCacheHooks>(*cache_, runtime_->tokenizer);
+}
+
+void TurnHarness::restart() {
+  hooks_.reset();
+  cache_.reset();
+  session_ = runtime_->new_session();
+  open_cache();
+}
+
+void TurnHarness::idle(int preempt_after) {
+  if (!hooks_) return;
+  int checks = 0;
+  hooks_->on_idle(*session_, [&] { return preempt_after >= 0 && checks++ >= preempt_after; });
+}
+
+TurnResult TurnHarness::chat(const nlohmann::ordered_json& messages,
+                             const nlohmann::ordered_json& tools, int max_tokens,
+                             int cancel_after) {
+  server::GenerationRequest request;
+  request.route = server::Route::kChatCompletions;
+  request.stream = true;
+  request.max_tokens = max_tokens;
+  request.sampling.temperature = 0;
+  request.sampling.seed = 1;
+  request.messages = messages;
+  request.tools = tools;
+  server::RenderedPrompt prompt = runtime_->render_chat(
+      messages, tools, true, nlohmann::ordered_json::object());
+  return run(std::move(request), std::move(prompt), cancel_after);
+}
+
+TurnResult TurnHarness::complete(const std::vector<int32_t>& ids, int max_tokens,
+                                 int cancel_after) {
+  server::GenerationRequest request;
+  request.route = server::Route::kCompletions;
+  request.stream = true;
+  request.max_tokens = max_tokens;
+  request.sampling.temperature = 0;
+  request.sampling.seed = 1;
+  request.prompt_ids = ids;
+  server::RenderedPrompt prompt;
+  prompt.ids = ids;
+  return run(std::move(request), std::move(prompt), cancel_after);
+}
+
+TurnResult TurnHarness::run(server::GenerationRequest request, server::RenderedPrompt prompt,
+                            int cancel_after) {
+  TurnResult result;
+  result.prompt = prompt.ids;
+  auto job = std::make_shared<server::GenerationJob>(next_uid_++, std::move(request),
+                                                     std::move(prompt));
+  server::CacheHooks& hooks = hooks_ ? static_cast<server::CacheHooks&>(*hooks_) : no_cache_;
+  server::RunnerSettings settings;
+  settings.prefill_chunk_tokens = 24;  // small, so chunking meets the checkpoint positions
+  std::thread engine([&] { server::run_generation(*job, *session_, *runtime_, hooks, settings); });
+  size_t streamed = 0;
+  for (;;) {
+    auto event = job->next(std::chrono::seconds(60));
+    if (!event) {
+      job->cancel();
+      continue;
+    }
+    if (event->kind == server::GenerationEvent::Kind::kOutput) {
+      result.reply.append(event->delta);
+      // The client counts what it received; the engine may be a token ahead when it notices.
+      streamed += std::max<size_t>(1, event->logprobs.size());
+      if (cancel_after > 0 && streamed >= size_t(cancel_after)) job->cancel();
+    } else if (event->kind == server::GenerationEvent::Kind::kDone) {
+      result.finish = event->finish;
+      result.stats = event->stats;
+      result.generated = event->generated;
+      break;
+    } else if (event->kind == server::GenerationEvent::Kind::kError) {
+      engine.join();
+      throw std::runtime_error("generation failed: " + event->message);
+    }
+  }
+  engine.join();
+  return result;
+}
+
+nlohmann::ordered_json reply_message(const ParsedOutput& reply) {
+  return server::assistant_message(reply);
+}
+
+}  // namespace qmlx::testing
