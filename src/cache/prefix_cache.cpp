@@ -151,6 +151,7 @@ RestoreResult PrefixCache::restore(std::span<const int32_t> prompt, StateSink& s
   std::vector<ResumePoint> points = lookup(prompt);
   result.lookup_seconds = seconds_since(start);
   for (const ResumePoint& point : points) {
+    if (!still_indexed(point)) continue;  // dropped with a chunk quarantined just now
     RestoreOutcome outcome = restore_point(point, prompt, sink);
     result.read_seconds += outcome.read_seconds;
     result.verify_seconds += outcome.verify_seconds;
@@ -178,6 +179,11 @@ RestoreResult PrefixCache::restore(std::span<const int32_t> prompt, StateSink& s
   result.divergence = explain(prompt, result.cached_tokens);
   if (result.divergence) metrics_.count_divergence();
   return result;
+}
+
+bool PrefixCache::still_indexed(const ResumePoint& point) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return point.is_snapshot ? index_.snapshot(point.id) != nullptr : index_.has_chunk(point.id);
 }
 
 void PrefixCache::touch(const ResumePoint& point, int64_t position) {
@@ -244,14 +250,61 @@ void PrefixCache::quarantine(const std::string& name) {
   uint64_t bytes = 0;
   const bool moved =
       disk_ && disk_->blobs().size(name, &bytes).ok() && disk_->blobs().quarantine(name).ok();
+  std::vector<Hash128> named_chunks;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (h && is_chunk) index_.remove_chunk(*h);
-    if (h && !is_chunk) index_.remove_snapshot(*h);
+    if (h && !is_chunk) {
+      if (const SnapshotEntry* entry = index_.snapshot(*h)) named_chunks = entry->chunks;
+      index_.remove_snapshot(*h);
+    }
     if (moved) quarantine_bytes_ += bytes;
   }
   metrics_.count_quarantined();
   log_warn("cache: quarantined " + name);
+  if (!h) return;
+  if (is_chunk) {
+    drop_snapshots_naming(*h);
+  } else {
+    check_chunks(named_chunks);
+  }
+}
+
+// The damage that corrupted a snapshot may have reached its chunks too, and a chunk that stays
+// indexed is never captured again: check them now rather than on the next restore.
+void PrefixCache::check_chunks(const std::vector<Hash128>& chunks) {
+  for (const Hash128& h : chunks) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!index_.has_chunk(h)) continue;
+    }
+    const std::string name = DiskStore::chunk_name(h);
+    FetchedFile file = fetch(name);
+    if (!file.status.ok()) continue;  // an I/O error says nothing about the bytes
+    ChunkHeader header;
+    Status s = verify_chunk(*file.bytes, h, &header);
+    if (!s.ok() || header.fingerprint != fingerprint_) quarantine(name);
+  }
+}
+
+// Snapshots that name a quarantined chunk can no longer be restored: delete them so they are
+// neither candidates nor dead weight. The chunk comes back with the next capture of its tokens.
+void PrefixCache::drop_snapshots_naming(const Hash128& chunk) {
+  std::vector<std::pair<Hash128, bool>> dropped;  // id, on disk
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [id, entry] : index_.snapshots()) {
+      if (std::find(entry.chunks.begin(), entry.chunks.end(), chunk) != entry.chunks.end()) {
+        dropped.emplace_back(id, entry.on_disk);
+      }
+    }
+    for (const auto& [id, on_disk] : dropped) index_.remove_snapshot(id);
+  }
+  for (const auto& [id, on_disk] : dropped) {
+    if (memory_) memory_->remove(DiskStore::snapshot_name(id));
+    if (on_disk) disk_->remove_snapshot(id);
+    metrics_.count_eviction("missing_chunk");
+  }
 }
 
 bool PrefixCache::worth_capturing(const Hash128& id, SnapshotKind kind) const {

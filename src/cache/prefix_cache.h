@@ -142,7 +142,10 @@ class PrefixCache {
   void remember_in_memory(const std::string& name, SharedBytes bytes);
   void forget_memory_only(const std::vector<std::string>& names);
   void quarantine(const std::string& name);
+  void check_chunks(const std::vector<Hash128>& chunks);
+  void drop_snapshots_naming(const Hash128& chunk);
   void touch(const ResumePoint& point, int64_t position);
+  bool still_indexed(const ResumePoint& point) const;
   bool worth_capturing(const Hash128& id, SnapshotKind kind) const;
   uint64_t disk_bytes_locked() const;
   void evict_if_needed(bool force_to_low_water);

@@ -80,6 +80,25 @@ TEST_F(Corruption, FlippedSnapshotByteFallsBackToTheNextCandidate) {
   EXPECT_EQ(cache_->lookup(convo_).front().position, 32);
 }
 
+TEST_F(Corruption, DamageToASnapshotAndItsChunkHealsOnTheNextCapture) {
+  // One bad write hit the deep snapshot and a chunk it shares: when the snapshot fails, its
+  // chunks are checked at once, so the recapture stores a sound chunk instead of trusting it.
+  std::vector<uint8_t> file = read_bytes(snapshot_path(deep_));
+  file[header_of(file).sections[kStates].offset + 3] ^= 0x11;
+  write_bytes(snapshot_path(deep_), file);
+  std::vector<uint8_t> chunk = read_bytes(chunk_path(2));
+  chunk[chunk.size() - 7] ^= 0x22;
+  write_bytes(chunk_path(2), chunk);
+
+  RestoreResult r = restore_and_check(*cache_, convo_);
+  EXPECT_EQ(r.cached_tokens, 32);  // the shallow snapshot does not need chunk 2
+  EXPECT_EQ(quarantined_files(cache_->store_dir()), 2u);
+  capture(*cache_, prefix(convo_, 60), SnapshotKind::kPromptEnd);
+  RestoreResult healed = restore_and_check(*cache_, convo_);
+  EXPECT_EQ(healed.cached_tokens, 60);
+  EXPECT_TRUE(healed.rejected.empty());
+}
+
 TEST_F(Corruption, TruncatedSharedChunkMeansAColdMiss) {
   std::vector<uint8_t> file = read_bytes(chunk_path(1));
   file.resize(file.size() / 2);
@@ -88,10 +107,12 @@ TEST_F(Corruption, TruncatedSharedChunkMeansAColdMiss) {
   RestoreResult r = restore_and_check(*cache_, convo_);
   EXPECT_FALSE(r.hit);
   EXPECT_EQ(r.miss_reason, "rejected");
-  ASSERT_EQ(r.rejected.size(), 2u);
+  // The shallow snapshot named the lost chunk too: it is dropped with it, not tried.
+  ASSERT_EQ(r.rejected.size(), 1u);
   EXPECT_EQ(r.rejected[0].reason, RejectReason::kFormat);  // size does not match its header
-  EXPECT_EQ(r.rejected[1].reason, RejectReason::kIo);      // already quarantined
   EXPECT_EQ(quarantined_files(cache_->store_dir()), 1u);
+  EXPECT_FALSE(std::filesystem::exists(snapshot_path(shallow_)));
+  EXPECT_EQ(cache_->stats().evictions.at("missing_chunk"), 2u);
   // Both snapshots need the lost chunk: neither is offered any more.
   EXPECT_TRUE(cache_->lookup(convo_).empty());
   // A new capture of the same prefix heals the store.
