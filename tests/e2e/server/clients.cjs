@@ -196,6 +196,10 @@ async function modelsAndErrors() {
     (e) => e.status === 404);
   await assert.rejects(anthropic.messages.create({ model: 'no-such-model', max_tokens: 5, messages: question }),
     (e) => e.status === 404 && e.error?.error?.type === 'not_found_error');
+  // A body over --max-body-mb (1 MB here): a 413 at once, and the same client goes on working.
+  await assert.rejects(openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'x'.repeat(2_000_000) }] }),
+    (e) => e.status === 413);
+  assert.equal((await openai.models.list()).data[0].id, model);
   const wrong = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'wrong-key', maxRetries: 0 });
   await assert.rejects(wrong.chat.completions.create({ model, messages: question }), (e) => e.status === 401);
   const wrongAnthropic = new Anthropic({ baseURL: url, apiKey: 'wrong-key', maxRetries: 0 });
