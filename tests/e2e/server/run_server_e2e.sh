@@ -137,6 +137,8 @@ check_request_log() {
   grep -Eq 'uid=[0-9]+ MISS cached=0 prefill=[0-9]+ prompt=[0-9]+ completion=[0-9]+ ttft=' "$1" ||
     fail "no per-request log line in $1"
   grep -q "ready: model=fixture" "$1" || fail "no start-up summary line in $1"
+  # stderr is a file here, so loading progress comes as plain lines, not a bar.
+  grep -q "loading weights: 100% (" "$1" || fail "no loading progress line in $1"
 }
 
 # Fixture scripts. The qwen3_5 template opens <think> in the generation prompt, so that
