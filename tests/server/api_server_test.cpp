@@ -216,6 +216,104 @@ TEST_F(ApiServerTest, ReasoningAndToolCallsAreSeparated) {
   EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
 }
 
+const char kTwoTools[] = R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}}}}},
+    {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}}}}}])";
+
+// The fake model writes a call's body but never opens it: left alone (auto) that is content;
+// tool_choice "required" (OpenAI) or "any" (Anthropic) forces the <tool_call> and so a call.
+TEST_F(ApiServerTest, RequiredToolChoiceForcesACall) {
+  start({.script =
+             "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"});
+  json tools = json::parse(kTwoTools);
+  json free = post_json("/v1/chat/completions", chat("weather?", {{"tools", tools}}));
+  EXPECT_EQ(free["choices"][0]["finish_reason"], "stop");
+  EXPECT_FALSE(free["choices"][0]["message"].contains("tool_calls"));
+
+  json forced = post_json("/v1/chat/completions",
+                          chat("weather?", {{"tools", tools}, {"tool_choice", "required"}}));
+  EXPECT_EQ(forced["choices"][0]["finish_reason"], "tool_calls");
+  const json& calls = forced["choices"][0]["message"]["tool_calls"];
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(calls[0]["function"]["arguments"].get<std::string>()),
+            (json{{"city", "Paris"}}));
+
+  json anthropic = post_json(
+      "/v1/messages",
+      {{"model", "fake-model"},
+       {"max_tokens", 200},
+       {"temperature", 0},
+       {"messages", {{{"role", "user"}, {"content", "weather?"}}}},
+       {"tools", {{{"name", "get_weather"}, {"input_schema", tools[0]["function"]["parameters"]}}}},
+       {"tool_choice", {{"type", "any"}}}});
+  EXPECT_EQ(anthropic["stop_reason"], "tool_use");
+  EXPECT_EQ(anthropic["content"].back()["type"], "tool_use");
+  EXPECT_EQ(anthropic["content"].back()["name"], "get_weather");
+}
+
+// A named function is forced with its name, whatever the model would have called; in either
+// format, streamed or not.
+TEST_F(ApiServerTest, NamedToolChoiceForcesThatFunction) {
+  struct Case {
+    ToolCallFormat format;
+    const char* script;  // the arguments, as the model writes them after the forced name
+  };
+  for (const Case& c : {Case{ToolCallFormat::kJson, " {\"city\": \"Paris\"}}\n</tool_call>"},
+                        Case{ToolCallFormat::kXml,
+                             "<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"}}) {
+    start({.script = c.script, .tool_call_format = c.format});
+    json choice = {{"type", "function"}, {"function", {{"name", "get_time"}}}};
+    json r = post_json("/v1/chat/completions",
+                       chat("time?", {{"tools", json::parse(kTwoTools)}, {"tool_choice", choice}}));
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+    const json& calls = r["choices"][0]["message"]["tool_calls"];
+    ASSERT_EQ(calls.size(), 1u) << r.dump();
+    EXPECT_EQ(calls[0]["function"]["name"], "get_time");
+    EXPECT_EQ(json::parse(calls[0]["function"]["arguments"].get<std::string>()),
+              (json{{"city", "Paris"}}));
+
+    auto streamed =
+        post("/v1/chat/completions",
+             chat("time?",
+                  {{"tools", json::parse(kTwoTools)}, {"tool_choice", choice}, {"stream", true}})
+                 .dump());
+    std::string name, finish;
+    for (const auto& event : parse_sse(streamed->body)) {
+      if (event.data == "[DONE]") continue;
+      json chunk = json::parse(event.data);
+      if (chunk["choices"].empty()) continue;
+      const json& choice0 = chunk["choices"][0];
+      for (const json& call : choice0["delta"].value("tool_calls", json::array())) {
+        name += call["function"].value("name", "");
+      }
+      if (!choice0["finish_reason"].is_null()) finish = choice0["finish_reason"];
+    }
+    EXPECT_EQ(name, "get_time");
+    EXPECT_EQ(finish, "tool_calls");
+    server_->stop(std::chrono::milliseconds(0));
+  }
+}
+
+// When the prompt opens <think>, the reasoning is left alone and the call forced after it: the
+// model here reasons, then calls; forcing any earlier would derail it.
+TEST_F(ApiServerTest, ToolChoiceWaitsForTheReasoningToClose) {
+  start({.script = "ponder</think><tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                   "{\"city\": \"Paris\"}}\n</tool_call>"});
+  json choice = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+  json r = post_json("/v1/chat/completions",
+                     chat("weather?", {{"tools", json::parse(kTwoTools)},
+                                       {"tool_choice", choice},
+                                       {"chat_template_kwargs", {{"enable_thinking", true}}}}));
+  const json& message = r["choices"][0]["message"];
+  EXPECT_EQ(message["reasoning_content"], "ponder");
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+  ASSERT_EQ(message["tool_calls"].size(), 1u);
+  EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "get_weather");
+}
+
 TEST_F(ApiServerTest, AnthropicStreamHasTheRealEventSequence) {
   start({.script = kToolScript});
   json body = {{"model", "fake-model"},
