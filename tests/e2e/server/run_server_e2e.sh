@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of `qmlx serve`: scripted fixture models (reasoning + XML tool call, reasoning
-# + two JSON tool calls, plain text) served for real, driven by the official OpenAI and
-# Anthropic SDKs (clients.cjs), curl for auth and every error status, promtool on a real
-# scrape, and a clean SIGTERM shutdown (exit 0).
+# + two JSON tool calls, plain text, and two for tool_choice) served for real, driven by the
+# official OpenAI and Anthropic SDKs (clients.cjs), curl for auth and every error status,
+# promtool on a real scrape, and a clean SIGTERM shutdown (exit 0).
 # Usage: run_server_e2e.sh QMLX_BINARY WORK_DIR NODE_MODULES_DIR
 set -euo pipefail
 qmlx=$1
@@ -170,10 +170,19 @@ Calling two tools.
 {"name": "get_time", "arguments": {"zone": "CET"}}
 </tool_call>' > "$work/json.txt"
 printf '%s' 'Hello from the scripted model!' > "$work/plain.txt"
+# tool_choice fixtures: a call's body that the model never opens, and a call's arguments alone.
+printf '%s' '
+{"name": "get_time", "arguments": {"zone": "CET"}}
+</tool_call>' > "$work/required.txt"
+printf '%s' ' {"zone": "CET"}}
+</tool_call>' > "$work/named.txt"
 
 "$qmlx" make-model --out "$work/xml-model" --script "$work/xml.txt" --arch qwen3_5 >/dev/null
 "$qmlx" make-model --out "$work/json-model" --script "$work/json.txt" --arch qwen3_5 --template qwen3 >/dev/null
 "$qmlx" make-model --out "$work/plain-model" --script "$work/plain.txt" --arch qwen3_5 --template qwen3 >/dev/null
+for kind in required named; do
+  "$qmlx" make-model --out "$work/$kind-model" --script "$work/$kind.txt" --arch qwen3_5 --template qwen3 >/dev/null
+done
 
 start_server "$work/xml-model" "$work/xml.log" --log-format text
 run_clients xml
@@ -194,6 +203,12 @@ import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 assert any(l["msg"].startswith("uid=") for l in lines), "no JSON request log line"
 ' "$work/plain.log" || fail "--log-format json"
+
+for kind in required named; do
+  start_server "$work/$kind-model" "$work/$kind.log"
+  run_clients "$kind"
+  stop_server "$work/$kind.log"
+done
 
 # Start-up errors come before the port opens, with a non-zero exit.
 if "$qmlx" serve --model "$work/does-not-exist" --port "$(free_port)" 2>"$work/err.log"; then
