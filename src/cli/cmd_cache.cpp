@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/human_bytes.h"
 #include "base/process.h"
 #include "cache/admin.h"
 #include "cache/config.h"
@@ -29,19 +30,6 @@ CacheConfig load_config(const std::string& path) {
     std::fprintf(stderr, "warning: %s\n", warning.c_str());
   }
   return parsed.config;
-}
-
-std::string human_bytes(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = double(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), unit ? "%.1f %s" : "%.0f %s", value, units[unit]);
-  return buffer;
 }
 
 std::string local_time(int64_t ms) {

@@ -5,6 +5,10 @@
 // Mixer is gated full attention or Gated DeltaNet per layer_types; FFN is MoE or SwiGLU.
 #include "model/model.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <vector>
 
 #include "base/error.h"
@@ -14,8 +18,50 @@
 #include "model/architectures.h"
 
 namespace qmlx {
+namespace {
 
-std::shared_ptr<const Model> Model::load(const std::string& dir) {
+// Progress is reported at least this often, so one huge tensor (an embedding) still moves it.
+constexpr size_t kPageInPiece = size_t(64) << 20;
+
+// Reads `bytes` of a read-only mapping into memory: asks the kernel to read ahead, then touches
+// one byte per page so the read has happened when this returns.
+void page_in(const uint8_t* data, size_t bytes) {
+  if (bytes == 0) return;
+  static const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  uintptr_t first = reinterpret_cast<uintptr_t>(data) & ~(page - 1);
+  madvise(reinterpret_cast<void*>(first), reinterpret_cast<uintptr_t>(data) + bytes - first,
+          MADV_WILLNEED);
+  volatile uint8_t sink = 0;
+  for (size_t offset = 0; offset < bytes; offset += page) sink = sink ^ data[offset];
+  sink = sink ^ data[bytes - 1];
+}
+
+// Reads every tensor in, in file order (sequential reads), reporting bytes as it goes.
+void page_in_tensors(const TensorStore& store, const LoadProgress& progress) {
+  std::vector<const TensorInfo*> tensors;
+  uint64_t total = 0;
+  for (const auto& [name, info] : store.tensors()) {
+    tensors.push_back(&info);
+    total += info.nbytes;
+  }
+  std::sort(tensors.begin(), tensors.end(), [](const TensorInfo* a, const TensorInfo* b) {
+    return a->file != b->file ? a->file < b->file : a->data < b->data;
+  });
+  uint64_t done = 0;
+  if (progress) progress(0, total);
+  for (const TensorInfo* t : tensors) {
+    for (size_t offset = 0; offset < t->nbytes; offset += kPageInPiece) {
+      size_t piece = std::min(kPageInPiece, t->nbytes - offset);
+      page_in(t->data + offset, piece);
+      done += piece;
+      if (progress) progress(done, total);
+    }
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgress& progress) {
   auto model = std::shared_ptr<Model>(new Model());
   model->directory_ = dir;
   model->config_ = ModelConfig::load(dir);
@@ -32,6 +78,7 @@ std::shared_ptr<const Model> Model::load(const std::string& dir) {
       model->weights_ = load_qwen3_weights(*model->store_, model->config_);
       break;
   }
+  page_in_tensors(*model->store_, progress);
   return model;
 }
 

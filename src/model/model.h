@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -16,6 +17,10 @@
 
 namespace qmlx {
 
+// Told how far Model::load has got reading the weights in: bytes read of the total. It is
+// called with 0 first, never with less than before, and last with the total.
+using LoadProgress = std::function<void(uint64_t bytes_done, uint64_t bytes_total)>;
+
 struct ForwardOptions {
   DeltaRuleForm delta_rule = DeltaRuleForm::kAuto;
 };
@@ -23,8 +28,11 @@ struct ForwardOptions {
 class Model {
  public:
   // Reads <dir>/config.json and the safetensors files; throws qmlx::Error naming the file and
-  // tensor on anything wrong with them.
-  static std::shared_ptr<const Model> load(const std::string& dir);
+  // tensor on anything wrong with them. The tensors are then read into memory (the page cache
+  // behind the mapping), so loading, not the first request, pays for the disk; `progress`
+  // hears about that part, which is nearly all of the time on a real model.
+  static std::shared_ptr<const Model> load(const std::string& dir,
+                                           const LoadProgress& progress = {});
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }

@@ -7,6 +7,7 @@
 #include "base/logging.h"
 #include "server/api_server_state.h"
 #include "server/auth.h"
+#include "server/lingering_close.h"
 #include "server/sse.h"
 
 namespace qmlx::server {
@@ -25,13 +26,15 @@ std::string request_body_limit_message(const State& state) {
          " MB (--max-body-mb)";
 }
 
-// 413 before reading the body when Content-Length already says it is too big.
+// 413 before reading the body when Content-Length already says it is too big. The unread body
+// makes the connection unusable, so the answer says it closes (see lingering_close.h).
 httplib::Server::HandlerResponse check_body_size(State& state, const httplib::Request& req,
                                                  httplib::Response& res) {
   size_t limit = size_t(state.options.max_body_mb) << 20;
   auto length = req.get_header_value("Content-Length");
   if (!length.empty() && std::strtoull(length.c_str(), nullptr, 10) > limit) {
     set_error(res, style_for(req.path), 413, request_body_limit_message(state));
+    res.set_header("Connection", "close");
     state.metrics.record_request(req.path, 413);
     return httplib::Server::HandlerResponse::Handled;
   }
@@ -39,11 +42,13 @@ httplib::Server::HandlerResponse check_body_size(State& state, const httplib::Re
 }
 
 // Fills httplib's own bodiless error responses (404 no route, 413 chunked body too big...).
+// Answers Handled for any whole body: on the paths that skip routing (the answer to
+// `Expect: 100-continue`) that is what makes httplib send a Content-Length, without which the
+// client cannot tell where the response ends.
 httplib::Server::HandlerResponse fill_error_body(State& state, const httplib::Request& req,
                                                  httplib::Response& res) {
-  if (!res.body.empty() || res.is_chunked_content_provider_) {
-    return httplib::Server::HandlerResponse::Unhandled;
-  }
+  if (res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
+  if (!res.body.empty()) return httplib::Server::HandlerResponse::Handled;
   std::string message = res.status == 404   ? "no route for " + req.method + " " + req.path
                         : res.status == 413 ? request_body_limit_message(state)
                                             : "request failed";
@@ -204,6 +209,11 @@ ApiServer::ApiServer(ServerOptions options, MetricsRegistry& registry, ApiServer
       [&state](const httplib::Request& req, httplib::Response& res) {
         return fill_error_body(state, req, res);
       }));
+  // httplib calls the logger on the connection's thread right after the response is written:
+  // the one place a connection whose body was refused can be closed without losing the answer.
+  http_->set_logger([](const httplib::Request& req, const httplib::Response&) {
+    if (request_body_left_unread(req)) close_connection_after_response(req);
+  });
   add_info_routes(*http_, state);
   add_generation_routes(*http_, state);
   add_cache_admin_routes(*http_, state);

@@ -8,6 +8,7 @@
 #include "base/logging.h"
 #include "server/canonical_history.h"
 #include "server/stop_matcher.h"
+#include "server/tool_choice_constraint.h"
 #include "text/output/output_parser.h"
 
 namespace qmlx::server {
@@ -190,13 +191,17 @@ class Run {
     auto sampler = runtime_.new_sampler(request_.sampling, seed());
     StreamingDetokenizer detokenizer(*runtime_.tokenizer);
     OutputPipeline output(job_, runtime_);
+    ToolChoiceConstraint tool_choice(request_, job_.prompt().text, runtime_.tool_call_format,
+                                     *runtime_.tokenizer);
     std::vector<int32_t> history = prompt_ids_;
     const int max_tokens = request_.max_tokens.value_or(1);
     auto decode_start = Clock::now();
     FinishReason reason = FinishReason::kLength;
     for (int i = 0; i < max_tokens; ++i) {
       std::span<const float> logits = session_.logits();
-      int32_t token = sampler->sample(logits, history);
+      std::optional<int32_t> forced = tool_choice.forced_token();
+      int32_t token = forced ? *forced : sampler->sample(logits, history);
+      tool_choice.observe(token);
       if (i == 0) {
         stats_.ttft_ms = ms_since(start_);
         decode_start = Clock::now();

@@ -1,11 +1,15 @@
 #include "server/runtime_loader.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "base/error.h"
 #include "base/logging.h"
 #include "base/process.h"
+#include "base/progress.h"
 #include "engine/model_identity.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
@@ -116,12 +120,26 @@ void warn_on_contradictions(const ModelConfig& config, const ServerOptions& opti
   }
 }
 
+// A person watching a terminal gets a bar; a log (a file, a pipe, or JSON lines even on a
+// terminal) gets a plain line every few seconds.
+ProgressDisplay weights_progress(const ServerOptions& options) {
+  const std::string label = "loading weights";
+  if (options.log_format == LogFormat::kText && isatty(fileno(stderr))) {
+    return ProgressDisplay::bar(label, stderr);
+  }
+  return ProgressDisplay::lines(
+      label, [](const std::string& line) { log_info(line); }, std::chrono::seconds(5));
+}
+
 }  // namespace
 
 std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
                                                  const ServerOptions& options) {
   log_info("loading model from " + model_dir);
-  std::shared_ptr<const Model> model = Model::load(model_dir);
+  ProgressDisplay progress = weights_progress(options);
+  std::shared_ptr<const Model> model = Model::load(
+      model_dir, [&progress](uint64_t done, uint64_t total) { progress.update(done, total); });
+  progress.finish();
   log_info("loaded weights (" + std::to_string(current_rss_bytes() >> 20) + " MiB resident)");
   std::shared_ptr<const Tokenizer> tokenizer = Tokenizer::from_file(model_dir);
   auto chat = std::make_shared<const ChatTemplate>(ChatTemplate::from_model_dir(model_dir));

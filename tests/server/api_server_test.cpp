@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <thread>
 
 #include "server/api_server.h"
@@ -53,6 +55,47 @@ std::string raw_request(int port, const std::string& request) {
   }
   close(fd);
   return response;
+}
+
+// What came back on a raw connection, and whether the server ended it (end of stream) rather
+// than the read timing out.
+struct RawReply {
+  std::string text;
+  bool closed_by_server = false;
+};
+
+// Sends `head`, then `body_bytes` bytes of body from a second thread (as a client that keeps
+// uploading while the answer arrives), and reads until the server closes or 10 s pass.
+RawReply upload_and_read(int port, const std::string& head, size_t body_bytes) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  RawReply reply;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return reply;
+  }
+  send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  std::thread uploader([fd, body_bytes] {
+    std::string chunk(64 * 1024, 'x');
+    for (size_t sent = 0; sent < body_bytes;) {
+      ssize_t n = send(fd, chunk.data(), std::min(chunk.size(), body_bytes - sent), MSG_NOSIGNAL);
+      if (n <= 0) return;  // the server has closed
+      sent += size_t(n);
+    }
+  });
+  timeval timeout{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) reply.text.append(buf, size_t(n));
+  reply.closed_by_server = n == 0 || (n < 0 && errno == ECONNRESET);
+  shutdown(fd, SHUT_RDWR);
+  uploader.join();
+  close(fd);
+  return reply;
 }
 
 class ApiServerTest : public ::testing::Test {
@@ -171,6 +214,104 @@ TEST_F(ApiServerTest, ReasoningAndToolCallsAreSeparated) {
   EXPECT_EQ(json::parse(message["tool_calls"][0]["function"]["arguments"].get<std::string>()),
             (json{{"city", "Paris"}}));
   EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+}
+
+const char kTwoTools[] = R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}}}}},
+    {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}}}}}])";
+
+// The fake model writes a call's body but never opens it: left alone (auto) that is content;
+// tool_choice "required" (OpenAI) or "any" (Anthropic) forces the <tool_call> and so a call.
+TEST_F(ApiServerTest, RequiredToolChoiceForcesACall) {
+  start({.script =
+             "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"});
+  json tools = json::parse(kTwoTools);
+  json free = post_json("/v1/chat/completions", chat("weather?", {{"tools", tools}}));
+  EXPECT_EQ(free["choices"][0]["finish_reason"], "stop");
+  EXPECT_FALSE(free["choices"][0]["message"].contains("tool_calls"));
+
+  json forced = post_json("/v1/chat/completions",
+                          chat("weather?", {{"tools", tools}, {"tool_choice", "required"}}));
+  EXPECT_EQ(forced["choices"][0]["finish_reason"], "tool_calls");
+  const json& calls = forced["choices"][0]["message"]["tool_calls"];
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(calls[0]["function"]["arguments"].get<std::string>()),
+            (json{{"city", "Paris"}}));
+
+  json anthropic = post_json(
+      "/v1/messages",
+      {{"model", "fake-model"},
+       {"max_tokens", 200},
+       {"temperature", 0},
+       {"messages", {{{"role", "user"}, {"content", "weather?"}}}},
+       {"tools", {{{"name", "get_weather"}, {"input_schema", tools[0]["function"]["parameters"]}}}},
+       {"tool_choice", {{"type", "any"}}}});
+  EXPECT_EQ(anthropic["stop_reason"], "tool_use");
+  EXPECT_EQ(anthropic["content"].back()["type"], "tool_use");
+  EXPECT_EQ(anthropic["content"].back()["name"], "get_weather");
+}
+
+// A named function is forced with its name, whatever the model would have called; in either
+// format, streamed or not.
+TEST_F(ApiServerTest, NamedToolChoiceForcesThatFunction) {
+  struct Case {
+    ToolCallFormat format;
+    const char* script;  // the arguments, as the model writes them after the forced name
+  };
+  for (const Case& c : {Case{ToolCallFormat::kJson, " {\"city\": \"Paris\"}}\n</tool_call>"},
+                        Case{ToolCallFormat::kXml,
+                             "<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"}}) {
+    start({.script = c.script, .tool_call_format = c.format});
+    json choice = {{"type", "function"}, {"function", {{"name", "get_time"}}}};
+    json r = post_json("/v1/chat/completions",
+                       chat("time?", {{"tools", json::parse(kTwoTools)}, {"tool_choice", choice}}));
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+    const json& calls = r["choices"][0]["message"]["tool_calls"];
+    ASSERT_EQ(calls.size(), 1u) << r.dump();
+    EXPECT_EQ(calls[0]["function"]["name"], "get_time");
+    EXPECT_EQ(json::parse(calls[0]["function"]["arguments"].get<std::string>()),
+              (json{{"city", "Paris"}}));
+
+    auto streamed =
+        post("/v1/chat/completions",
+             chat("time?",
+                  {{"tools", json::parse(kTwoTools)}, {"tool_choice", choice}, {"stream", true}})
+                 .dump());
+    std::string name, finish;
+    for (const auto& event : parse_sse(streamed->body)) {
+      if (event.data == "[DONE]") continue;
+      json chunk = json::parse(event.data);
+      if (chunk["choices"].empty()) continue;
+      const json& choice0 = chunk["choices"][0];
+      for (const json& call : choice0["delta"].value("tool_calls", json::array())) {
+        name += call["function"].value("name", "");
+      }
+      if (!choice0["finish_reason"].is_null()) finish = choice0["finish_reason"];
+    }
+    EXPECT_EQ(name, "get_time");
+    EXPECT_EQ(finish, "tool_calls");
+    server_->stop(std::chrono::milliseconds(0));
+  }
+}
+
+// When the prompt opens <think>, the reasoning is left alone and the call forced after it: the
+// model here reasons, then calls; forcing any earlier would derail it.
+TEST_F(ApiServerTest, ToolChoiceWaitsForTheReasoningToClose) {
+  start({.script = "ponder</think><tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                   "{\"city\": \"Paris\"}}\n</tool_call>"});
+  json choice = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+  json r = post_json("/v1/chat/completions",
+                     chat("weather?", {{"tools", json::parse(kTwoTools)},
+                                       {"tool_choice", choice},
+                                       {"chat_template_kwargs", {{"enable_thinking", true}}}}));
+  const json& message = r["choices"][0]["message"];
+  EXPECT_EQ(message["reasoning_content"], "ponder");
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+  ASSERT_EQ(message["tool_calls"].size(), 1u);
+  EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "get_weather");
 }
 
 TEST_F(ApiServerTest, AnthropicStreamHasTheRealEventSequence) {
@@ -335,6 +476,39 @@ TEST_F(ApiServerTest, ErrorsHaveTheRightStatusAndShape) {
   auto no_route = client_->Get("/v2/nothing");
   EXPECT_EQ(no_route->status, 404);
   EXPECT_TRUE(json::parse(no_route->body).contains("error"));
+}
+
+// An oversize body is refused before it is read, so the connection cannot carry another request:
+// whether the client uploads it all, stops half-way, or asked first (Expect: 100-continue), it
+// gets a whole 413 (with its length) and the server closes, and the server keeps serving.
+TEST_F(ApiServerTest, OversizeBodyGets413AndTheConnectionCloses) {
+  ServerOptions options;
+  options.max_body_mb = 1;
+  start({}, options);
+  const std::string head =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer x\r\n"
+      "Content-Type: application/json\r\nContent-Length: 3000000\r\n";
+  struct Case {
+    const char* what;
+    std::string extra_headers;
+    size_t body_bytes;
+  };
+  for (const Case& c : {Case{"uploads it all", "", 3000000}, Case{"stops half-way", "", 100000},
+                        Case{"asks first", "Expect: 100-continue\r\n", 0}}) {
+    RawReply reply =
+        upload_and_read(server_->port(), head + c.extra_headers + "\r\n", c.body_bytes);
+    EXPECT_EQ(reply.text.rfind("HTTP/1.1 413", 0), 0u) << c.what << ": " << reply.text;
+    EXPECT_NE(reply.text.find("Connection: close\r\n"), std::string::npos) << c.what;
+    auto body_at = reply.text.find("\r\n\r\n");
+    ASSERT_NE(body_at, std::string::npos) << c.what;
+    std::string body = reply.text.substr(body_at + 4);
+    EXPECT_NE(reply.text.find("Content-Length: " + std::to_string(body.size()) + "\r\n"),
+              std::string::npos)
+        << c.what << ": " << reply.text;
+    EXPECT_EQ(json::parse(body)["error"]["code"], 413) << c.what;
+    EXPECT_TRUE(reply.closed_by_server) << c.what;
+    post_json("/v1/chat/completions", chat("still serving"));
+  }
 }
 
 TEST_F(ApiServerTest, FullQueueIs429) {

@@ -127,7 +127,8 @@ class ScriptSession : public InferenceSession {
   NullState state_;
 };
 
-// ChatML; no newline follows a block tag, so trim_blocks cannot change the output.
+// ChatML; no newline follows a block tag, so trim_blocks cannot change the output. With
+// chat_template_kwargs {"enable_thinking": true} the reply starts inside <think>.
 const char kTemplate[] =
     "{% for m in messages %}<|im_start|>{{ m.role }}\n"
     "{% if m.content %}{{ m.content }}{% endif %}"
@@ -136,7 +137,8 @@ const char kTemplate[] =
     "{% endfor %}"
     "{% if tools %}<|im_start|>system\n{% for t in tools %}{{ t | tojson }}{% endfor %}"
     "<|im_end|>\n{% endif %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+    "{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking %}<think>\n{% endif %}{% endif %}";
 
 }  // namespace
 
@@ -149,7 +151,7 @@ std::shared_ptr<ModelRuntime> make_fake_runtime(const FakeModelOptions& options)
   runtime->context_length = options.context_length;
   runtime->tokenizer = tokenizer;
   runtime->stop_token_ids = {256, 262};
-  runtime->tool_call_format = ToolCallFormat::kJson;
+  runtime->tool_call_format = options.tool_call_format;
   runtime->render_chat = [chat, tokenizer](const nlohmann::ordered_json& messages,
                                            const nlohmann::ordered_json& tools, bool add_gp,
                                            const nlohmann::ordered_json& kwargs) {

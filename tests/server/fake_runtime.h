@@ -21,6 +21,7 @@ struct FakeModelOptions {
   int prefill_delay_ms_per_token = 0;
   int decode_delay_ms = 0;
   int64_t context_length = 4096;
+  ToolCallFormat tool_call_format = ToolCallFormat::kJson;  // how the output parser reads calls
 };
 
 std::shared_ptr<ModelRuntime> make_fake_runtime(const FakeModelOptions& options);

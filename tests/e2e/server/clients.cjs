@@ -64,7 +64,7 @@ const anthropicTools = tools.map((t) => ({
   description: t.function.description,
   input_schema: t.function.parameters,
 }));
-const hasTools = expected.calls.length > 0;
+const hasTools = expected ? expected.calls.length > 0 : true;
 const question = [{ role: 'user', content: 'What is the weather in Paris?' }];
 
 function checkTimings(timings, promptTokens) {
@@ -199,6 +199,10 @@ async function modelsAndErrors() {
     (e) => e.status === 404);
   await assert.rejects(anthropic.messages.create({ model: 'no-such-model', max_tokens: 5, messages: question }),
     (e) => e.status === 404 && e.error?.error?.type === 'not_found_error');
+  // A body over --max-body-mb (1 MB here): a 413 at once, and the same client goes on working.
+  await assert.rejects(openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'x'.repeat(2_000_000) }] }),
+    (e) => e.status === 413);
+  assert.equal((await openai.models.list()).data[0].id, model);
   const wrong = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'wrong-key', maxRetries: 0 });
   await assert.rejects(wrong.chat.completions.create({ model, messages: question }), (e) => e.status === 401);
   const wrongAnthropic = new Anthropic({ baseURL: url, apiKey: 'wrong-key', maxRetries: 0 });
@@ -219,7 +223,60 @@ async function concurrent() {
   await Promise.all(runs);
 }
 
+// tool_choice fixtures (see run_server_e2e.sh): the "required" model writes a call's body but
+// never opens it; the "named" model writes only the arguments. A call comes back only because
+// the server forces the opening (and the name).
+async function toolChoiceRequired() {
+  const free = await openai.chat.completions.create({ model, messages: question, temperature: 0, max_tokens: 100, tools });
+  assert.equal(free.choices[0].finish_reason, 'stop', 'without tool_choice the body is plain content');
+  const r = await openai.chat.completions.create({
+    model, messages: question, temperature: 0, max_tokens: 100, tools, tool_choice: 'required',
+  });
+  assert.equal(r.choices[0].finish_reason, 'tool_calls');
+  const calls = r.choices[0].message.tool_calls.map((c) => ({ name: c.function.name, arguments: JSON.parse(c.function.arguments) }));
+  assert.deepEqual(calls, [{ name: 'get_time', arguments: { zone: 'CET' } }]);
+  const m = await anthropic.messages.create({
+    model, max_tokens: 100, temperature: 0, messages: question, tools: anthropicTools, tool_choice: { type: 'any' },
+  });
+  assert.equal(m.stop_reason, 'tool_use');
+  assert.deepEqual(m.content.filter((b) => b.type === 'tool_use').map((b) => b.name), ['get_time']);
+}
+
+async function toolChoiceNamed() {
+  for (const name of ['get_time', 'get_weather']) {
+    const tool_choice = { type: 'function', function: { name } };
+    const r = await openai.chat.completions.create({ model, messages: question, temperature: 0, max_tokens: 100, tools, tool_choice });
+    assert.equal(r.choices[0].finish_reason, 'tool_calls');
+    const calls = r.choices[0].message.tool_calls.map((c) => ({ name: c.function.name, arguments: JSON.parse(c.function.arguments) }));
+    assert.deepEqual(calls, [{ name, arguments: { zone: 'CET' } }]);
+    const stream = await openai.chat.completions.create({
+      model, messages: question, temperature: 0, max_tokens: 100, tools, tool_choice, stream: true,
+    });
+    let streamedName = '', finish = null;
+    for await (const chunk of stream) {
+      const c = chunk.choices[0];
+      if (!c) continue;
+      for (const t of c.delta.tool_calls || []) streamedName += t.function?.name || '';
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+    assert.equal(streamedName, name);
+    assert.equal(finish, 'tool_calls');
+  }
+  const m = await anthropic.messages.create({
+    model, max_tokens: 100, temperature: 0, messages: question, tools: anthropicTools,
+    tool_choice: { type: 'tool', name: 'get_weather' },
+  });
+  assert.equal(m.stop_reason, 'tool_use');
+  assert.deepEqual(m.content.filter((b) => b.type === 'tool_use').map((b) => b.name), ['get_weather']);
+}
+
 (async () => {
+  const toolChoiceStep = { required: toolChoiceRequired, named: toolChoiceNamed }[kind];
+  if (toolChoiceStep) {
+    await toolChoiceStep();
+    console.log(`ok ${kind}: tool_choice`);
+    return;
+  }
   const steps = [['models and errors', modelsAndErrors], ['chat', chatWhole], ['chat stream', chatStream],
     ['messages', messagesWhole], ['messages stream', messagesStream], ['count_tokens', countTokens],
     ['completions', completions], ['concurrent clients', concurrent]];

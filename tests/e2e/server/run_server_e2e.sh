@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of `qmlx serve`: scripted fixture models (reasoning + XML tool call, reasoning
-# + two JSON tool calls, plain text) served for real, driven by the official OpenAI and
-# Anthropic SDKs (clients.cjs), curl for auth and every error status, promtool on a real
-# scrape, and a clean SIGTERM shutdown (exit 0).
+# + two JSON tool calls, plain text, and two for tool_choice) served for real, driven by the
+# official OpenAI and Anthropic SDKs (clients.cjs), curl for auth and every error status,
+# promtool on a real scrape, and a clean SIGTERM shutdown (exit 0).
 # Usage: run_server_e2e.sh QMLX_BINARY WORK_DIR NODE_MODULES_DIR
 set -euo pipefail
 qmlx=$1
@@ -112,9 +112,11 @@ curl_checks() {
     -d '{"model":"claude-9","max_tokens":5,"messages":[{"role":"user","content":"x"}]}' "$base/v1/messages"
   grep -q not_found_error "$work/body" || fail "Anthropic 404 type"
   head -c 2000000 /dev/zero | tr '\0' ' ' > "$work/big.json"
-  # Known gap: without "Connection: close" the server answers 413 but keeps the connection open
-  # while the client is still uploading (the client then waits); see the closing note.
-  expect_status 413 "body over --max-body-mb" "${auth[@]}" "${json[@]}" -H "Connection: close" --data-binary "@$work/big.json" "$base/v1/chat/completions"
+  # An oversize body is refused before it is read and the connection closed, so a plain client
+  # gets the 413 at once, whether it asks first (curl's Expect: 100-continue) or just uploads;
+  # --max-time turns a hang into a failure.
+  expect_status 413 "body over --max-body-mb" --max-time 5 "${auth[@]}" "${json[@]}" --data-binary "@$work/big.json" "$base/v1/chat/completions"
+  expect_status 413 "body over --max-body-mb, no Expect" --max-time 5 -H "Expect:" "${auth[@]}" "${json[@]}" --data-binary "@$work/big.json" "$base/v1/chat/completions"
   expect_status 405 "wrong method" "${auth[@]}" -X GET "$base/v1/chat/completions"
   expect_status 405 "wrong method (Anthropic)" "${auth[@]}" -X DELETE "$base/v1/messages"
   expect_status 404 "unknown route" "${auth[@]}" "$base/v1/nothing"
@@ -140,6 +142,8 @@ check_request_log() {
   grep -Eq 'uid=[0-9]+ MISS cached=0 prefill=[0-9]+ reason=[a-z_]+ .* ttft=[0-9.]+ms prompt=' "$1" ||
     fail "no per-request log line in $1"
   grep -q "ready: model=fixture" "$1" || fail "no start-up summary line in $1"
+  # stderr is a file here, so loading progress comes as plain lines, not a bar.
+  grep -q "loading weights: 100% (" "$1" || fail "no loading progress line in $1"
 }
 
 # Fixture scripts. The qwen3_5 template opens <think> in the generation prompt, so that
@@ -171,10 +175,19 @@ Calling two tools.
 {"name": "get_time", "arguments": {"zone": "CET"}}
 </tool_call>' > "$work/json.txt"
 printf '%s' 'Hello from the scripted model!' > "$work/plain.txt"
+# tool_choice fixtures: a call's body that the model never opens, and a call's arguments alone.
+printf '%s' '
+{"name": "get_time", "arguments": {"zone": "CET"}}
+</tool_call>' > "$work/required.txt"
+printf '%s' ' {"zone": "CET"}}
+</tool_call>' > "$work/named.txt"
 
 "$qmlx" make-model --out "$work/xml-model" --script "$work/xml.txt" --arch qwen3_5 >/dev/null
 "$qmlx" make-model --out "$work/json-model" --script "$work/json.txt" --arch qwen3_5 --template qwen3 >/dev/null
 "$qmlx" make-model --out "$work/plain-model" --script "$work/plain.txt" --arch qwen3_5 --template qwen3 >/dev/null
+for kind in required named; do
+  "$qmlx" make-model --out "$work/$kind-model" --script "$work/$kind.txt" --arch qwen3_5 --template qwen3 >/dev/null
+done
 
 start_server "$work/xml-model" "$work/xml.log" --log-format text
 run_clients xml
@@ -195,6 +208,12 @@ import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 assert any(l["msg"].startswith("uid=") for l in lines), "no JSON request log line"
 ' "$work/plain.log" || fail "--log-format json"
+
+for kind in required named; do
+  start_server "$work/$kind-model" "$work/$kind.log"
+  run_clients "$kind"
+  stop_server "$work/$kind.log"
+done
 
 # Start-up errors come before the port opens, with a non-zero exit.
 if "$qmlx" serve --model "$work/does-not-exist" --port "$(free_port)" 2>"$work/err.log"; then
