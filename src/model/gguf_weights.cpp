@@ -85,7 +85,8 @@ class GgufWeightReader {
     const GgufTensor& t = use(name);
     std::vector<int64_t> expected = {cols, rows};
     if (experts) expected.push_back(experts);
-    if (t.ne != expected) fail(t, "wrong shape, expected " + dims(expected));
+    // Trailing 1s are not significant in ggml shapes ([H] and [H, 1] are the same tensor).
+    if (squeezed(t.ne) != squeezed(expected)) fail(t, "wrong shape, expected " + dims(expected));
     WeightMatrix m;
     switch (t.type) {
       case GgufType::kF32:
@@ -129,6 +130,10 @@ class GgufWeightReader {
   }
 
  private:
+  static std::vector<int64_t> squeezed(std::vector<int64_t> ne) {
+    while (ne.size() > 1 && ne.back() == 1) ne.pop_back();
+    return ne;
+  }
   static std::string dims(const std::vector<int64_t>& ne) {
     std::string s = "[";
     for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
