@@ -5,10 +5,11 @@ engine the same greedy tokens and logits within the tolerance of the storage typ
 Tolerances (max |a - b| / max |b| over the first step's logits, which both runs compute from the
 same prompt):
   F32   1e-4   identical weights; only summation order differs.
-  F16   2e-2   weights rounded to 11 significant bits (relative error <= 2^-11 each).
-  Q8_0  5e-2   int8 codes: error per weight <= scale / 2 = max|w in block| / 254.
-  Q4_K  4e-1   4-bit codes with 6-bit sub-block scales: error per weight up to ~1/30 of the
+  F16   5e-3   weights rounded to 11 significant bits (relative error <= 2^-11 each).
+  Q8_0  2e-2   int8 codes: error per weight <= scale / 2 = max|w in block| / 254.
+  Q4_K  3e-1   4-bit codes with 6-bit sub-block scales: error per weight up to ~1/30 of the
                sub-block range; on random weights this moves logits by tens of percent.
+Measured on these models: F16 ~4e-4, Q8_0 ~6e-3, Q4_K ~0.1-0.12 (tolerances leave 3-10x room).
 Greedy tokens must match exactly for F32, F16 and Q8_0 (their errors are far below the logit
 gaps of these models); Q4_K is checked on logits only.
 """
@@ -25,7 +26,7 @@ ARCHS = ["qwen3_5", "qwen3_5_moe", "qwen3_next", "qwen3"]
 # Every matrix whose rows are a multiple of 256 can take Q4_K (others fall back as llama.cpp does).
 SHAPE = ["--hidden", "256", "--intermediate", "256", "--moe-intermediate", "256",
          "--shared-intermediate", "256"]
-TOLERANCE = {"f32": 1e-4, "f16": 2e-2, "q8_0": 5e-2, "q4_k": 4e-1}
+TOLERANCE = {"f32": 1e-4, "f16": 5e-3, "q8_0": 2e-2, "q4_k": 3e-1}
 EXACT_TOKENS = {"f32", "f16", "q8_0"}
 PROMPT = "1,5,9,17,33,65,129,200,300,400"
 STEPS = 6
