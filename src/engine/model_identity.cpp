@@ -38,8 +38,9 @@ class IdentityWriter {
   }
   void matrix(const std::string& name, const WeightMatrix& w) {
     char buf[256];
-    std::snprintf(buf, sizeof buf, "%s: %dx%d format=%d bits=%d group=%d scale=%d ", name.c_str(),
-                  w.rows, w.cols, int(w.format), w.bits, w.group_size, int(w.scale_type));
+    std::snprintf(buf, sizeof buf, "%s: %dx%d format=%d gguf=%d bits=%d group=%d scale=%d ",
+                  name.c_str(), w.rows, w.cols, int(w.format), int(w.gguf_type), w.bits,
+                  w.group_size, int(w.scale_type));
     text_ += buf;
     const size_t groups = size_t(w.rows) * size_t(w.groups_per_row());
     const size_t scale_bytes = groups * scalar_size(w.scale_type);

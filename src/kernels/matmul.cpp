@@ -91,6 +91,16 @@ float dot_affine_row(const WeightMatrix& w, int r, const float* x, const float* 
   return hsum(total) + vec::dot(meta + groups, group_sums, groups);
 }
 
+// --- GGUF block formats: the minimal correct path (decode one row, then a float dot). Fast
+// per-format kernels replace this block; prefill already goes through dequantize_rows.
+float dot_gguf_row(const WeightMatrix& w, int r, const float* x) {
+  thread_local std::vector<float> row;
+  row.resize(size_t(w.cols));
+  dequantize_rows(w, r, r + 1, row.data());
+  return vec::dot(x, row.data(), size_t(w.cols));
+}
+// --- end GGUF block formats.
+
 float dot_row(const WeightMatrix& w, int r, const float* x, const float* group_sums) {
   const uint8_t* row = w.data + size_t(r) * w.row_bytes();
   switch (w.format) {
@@ -102,6 +112,8 @@ float dot_row(const WeightMatrix& w, int r, const float* x, const float* group_s
       return vec::dot_typed(x, row, ScalarType::kBF16, w.cols);
     case WeightFormat::kAffine:
       return dot_affine_row(w, r, x, group_sums);
+    case WeightFormat::kGguf:
+      return dot_gguf_row(w, r, x);
   }
   return 0.f;
 }

@@ -16,6 +16,8 @@
 #include "kernels/norms.h"
 #include "kernels/vec.h"
 #include "model/architectures.h"
+#include "model/gguf_file.h"
+#include "model/gguf_weights.h"
 
 namespace qmlx {
 namespace {
@@ -36,27 +38,45 @@ void page_in(const uint8_t* data, size_t bytes) {
   sink = sink ^ data[bytes - 1];
 }
 
-// Reads every tensor in, in file order (sequential reads), reporting bytes as it goes.
-void page_in_tensors(const TensorStore& store, const LoadProgress& progress) {
-  std::vector<const TensorInfo*> tensors;
+// A tensor's bytes in its mapping.
+struct MappedBytes {
+  const uint8_t* data;
+  size_t bytes;
+};
+
+// Reads every tensor in, in the order given (file order: sequential reads), reporting bytes.
+void page_in_tensors(const std::vector<MappedBytes>& tensors, const LoadProgress& progress) {
   uint64_t total = 0;
-  for (const auto& [name, info] : store.tensors()) {
-    tensors.push_back(&info);
-    total += info.nbytes;
-  }
-  std::sort(tensors.begin(), tensors.end(), [](const TensorInfo* a, const TensorInfo* b) {
-    return a->file != b->file ? a->file < b->file : a->data < b->data;
-  });
+  for (const MappedBytes& t : tensors) total += t.bytes;
   uint64_t done = 0;
   if (progress) progress(0, total);
-  for (const TensorInfo* t : tensors) {
-    for (size_t offset = 0; offset < t->nbytes; offset += kPageInPiece) {
-      size_t piece = std::min(kPageInPiece, t->nbytes - offset);
-      page_in(t->data + offset, piece);
+  for (const MappedBytes& t : tensors) {
+    for (size_t offset = 0; offset < t.bytes; offset += kPageInPiece) {
+      size_t piece = std::min(kPageInPiece, t.bytes - offset);
+      page_in(t.data + offset, piece);
       done += piece;
       if (progress) progress(done, total);
     }
   }
+}
+
+std::vector<MappedBytes> tensors_in_file_order(const TensorStore& store) {
+  std::vector<const TensorInfo*> infos;
+  for (const auto& [name, info] : store.tensors()) infos.push_back(&info);
+  std::sort(infos.begin(), infos.end(), [](const TensorInfo* a, const TensorInfo* b) {
+    return a->file != b->file ? a->file < b->file : a->data < b->data;
+  });
+  std::vector<MappedBytes> out;
+  for (const TensorInfo* t : infos) out.push_back({t->data, t->nbytes});
+  return out;
+}
+
+std::vector<MappedBytes> tensors_in_file_order(const GgufFile& file) {
+  std::vector<MappedBytes> out;
+  for (const GgufTensor& t : file.tensors()) out.push_back({t.data, t.bytes});
+  std::sort(out.begin(), out.end(),
+            [](const MappedBytes& a, const MappedBytes& b) { return a.data < b.data; });
+  return out;
 }
 
 }  // namespace
@@ -64,6 +84,14 @@ void page_in_tensors(const TensorStore& store, const LoadProgress& progress) {
 std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgress& progress) {
   auto model = std::shared_ptr<Model>(new Model());
   model->directory_ = dir;
+  if (is_gguf_path(dir)) {
+    auto file = std::make_shared<const GgufFile>(dir);
+    model->config_ = gguf_model_config(*file);
+    model->weights_ = load_gguf_weights(*file, model->config_);
+    page_in_tensors(tensors_in_file_order(*file), progress);
+    model->gguf_ = std::move(file);
+    return model;
+  }
   model->config_ = ModelConfig::load(dir);
   model->store_ = TensorStore::open_directory(dir);
   switch (model->config_.arch) {
@@ -78,7 +106,7 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
       model->weights_ = load_qwen3_weights(*model->store_, model->config_);
       break;
   }
-  page_in_tensors(*model->store_, progress);
+  page_in_tensors(tensors_in_file_order(*model->store_), progress);
   return model;
 }
 

@@ -17,6 +17,8 @@
 
 namespace qmlx {
 
+class GgufFile;
+
 // Told how far Model::load has got reading the weights in: bytes read of the total. It is
 // called with 0 first, never with less than before, and last with the total.
 using LoadProgress = std::function<void(uint64_t bytes_done, uint64_t bytes_total)>;
@@ -27,10 +29,11 @@ struct ForwardOptions {
 
 class Model {
  public:
-  // Reads <dir>/config.json and the safetensors files; throws qmlx::Error naming the file and
-  // tensor on anything wrong with them. The tensors are then read into memory (the page cache
-  // behind the mapping), so loading, not the first request, pays for the disk; `progress`
-  // hears about that part, which is nearly all of the time on a real model.
+  // Reads <dir>/config.json and the safetensors files, or one llama.cpp-style .gguf file when
+  // `dir` ends in ".gguf"; throws qmlx::Error naming the file and tensor on anything wrong.
+  // The tensors are then read into memory (the page cache behind the mapping), so loading,
+  // not the first request, pays for the disk; `progress` hears about that part, which is
+  // nearly all of the time on a real model.
   static std::shared_ptr<const Model> load(const std::string& dir,
                                            const LoadProgress& progress = {});
 
@@ -54,6 +57,7 @@ class Model {
   std::string directory_;
   ModelConfig config_;
   std::unique_ptr<TensorStore> store_;
+  std::shared_ptr<const GgufFile> gguf_;  // the mapping GGUF weights point into
   ModelWeights weights_;
 };
 

@@ -135,9 +135,13 @@ void apply_config_file(const nlohmann::json& document, const std::string& file_n
 void validate_options(const ServerOptions& options) {
   if (!options.model_path.empty()) {
     fs::path dir(options.model_path);
-    if (!fs::is_directory(dir)) throw Error("model folder not found: " + options.model_path);
-    if (!fs::exists(dir / "config.json")) {
-      throw Error("not a model folder (no config.json): " + options.model_path);
+    if (dir.extension() == ".gguf") {
+      if (!fs::is_regular_file(dir)) throw Error("GGUF model file not found: " + options.model_path);
+    } else {
+      if (!fs::is_directory(dir)) throw Error("model folder not found: " + options.model_path);
+      if (!fs::exists(dir / "config.json")) {
+        throw Error("not a model folder (no config.json): " + options.model_path);
+      }
     }
   }
   if (options.port < 1 || options.port > 65535) throw Error("--port must be in 1..65535");
@@ -157,7 +161,8 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
   CLI::App app{"Serve a model over the OpenAI and Anthropic HTTP APIs", "qmlx serve"};
   app.footer(kConfigHelp);
   auto* model = app.add_option("--model", options.model_path,
-                               "Model folder (default: the built-in demo model)");
+                               "Model folder (HF or MLX safetensors) or .gguf file "
+                               "(default: the built-in demo model)");
   app.add_option("--cache-config", options.cache_config_path,
                  "qMLX cache_config.json (see below); flags override it");
   app.add_option("--host", options.host, "Address to listen on")->capture_default_str();

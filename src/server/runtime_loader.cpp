@@ -147,7 +147,9 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
   warn_on_contradictions(model->config(), options);
 
   auto runtime = std::make_shared<ModelRuntime>();
-  std::string folder = fs::path(model_dir).lexically_normal().filename().string();
+  const fs::path model_path = fs::path(model_dir).lexically_normal();
+  std::string folder = model_path.extension() == ".gguf" ? model_path.stem().string()
+                                                         : model_path.filename().string();
   if (folder.empty()) folder = fs::path(model_dir).lexically_normal().parent_path().filename();
   runtime->model_id = options.model_id.empty() ? folder : options.model_id;
   runtime->architecture = model->config().model_type;
