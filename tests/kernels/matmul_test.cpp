@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "test_util.h"
 #include "tiny_model.h"
 
@@ -22,6 +25,19 @@ std::vector<double> naive_matmul(const std::vector<float>& x, int T, const std::
       y[size_t(t) * rows + o] = s;
     }
   return y;
+}
+
+// x rounded to the int16 grid of its group: step = max|x_g| / 32767, x^ = step * round(x / step).
+std::vector<float> round_to_int16_groups(const std::vector<float>& x, int group_size) {
+  std::vector<float> out(x.size());
+  for (size_t g = 0; g < x.size(); g += group_size) {
+    double amax = 0;
+    for (int i = 0; i < group_size; ++i) amax = std::max(amax, std::abs(double(x[g + i])));
+    const double step = amax / 32767;
+    for (int i = 0; i < group_size; ++i)
+      out[g + i] = step == 0 ? 0.f : float(step * std::nearbyint(x[g + i] / step));
+  }
+  return out;
 }
 
 struct QuantCase {
@@ -45,12 +61,21 @@ TEST_P(AffineMatmulTest, MatchesNaiveDequantizedProduct) {
   m.data = q.weight.bytes.data();
   m.scales = q.scales.bytes.data();
   m.biases = q.biases.bytes.data();
-  for (int T : {1, 2, 5}) {
+  for (int T : {1, 2, 5, 13}) {
     auto x = random_vector(size_t(T) * cols, 11 + T);
     std::vector<float> y(size_t(T) * rows);
     matmul(x.data(), T, m, y.data());
-    EXPECT_LT(relative_error(y, naive_matmul(x, T, q.dequantized, rows, cols)), 1e-5)
+    // Prefill is fp32 throughout; decode rounds x to int16 per group (~2^-16 relative).
+    EXPECT_LT(relative_error(y, naive_matmul(x, T, q.dequantized, rows, cols)),
+              T == 1 ? 1e-4 : 1e-5)
         << "bits=" << bits << " gs=" << gs << " T=" << T;
+    if (T == 1) {
+      // Decode is exactly the product with x rounded as documented in affine_gemv.h.
+      EXPECT_LT(relative_error(
+                    y, naive_matmul(round_to_int16_groups(x, gs), 1, q.dequantized, rows, cols)),
+                2e-6)
+          << "bits=" << bits << " gs=" << gs;
+    }
   }
   // Dequantizing a row gives exactly the quantizer's values (up to the fused multiply-add).
   std::vector<float> row(cols);
