@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "cli/command.h"
+#include "modelgen/gguf_model_writer.h"
 #include "modelgen/model_writer.h"
 #include "modelgen/script_model.h"
 
@@ -78,11 +79,16 @@ int run_make_model(int argc, char** argv) {
   CLI::App app{"Write a random model (or a scripted fixture model) with a small tokenizer",
                "make-model"};
   std::string out, arch = "qwen3_5_moe", layout = "hf", dtype, preset, script, template_arch;
+  std::string format = "safetensors", gguf_type = "f32";
   std::optional<int> bits, group_size;
   uint64_t seed = 0;
   int shards = 1;
   ShapeFlags shape_flags;
-  app.add_option("--out", out, "output folder")->required();
+  app.add_option("--out", out, "output folder (a .gguf file with --format gguf)")->required();
+  app.add_option("--format", format, "safetensors | gguf (one llama.cpp-style .gguf file)");
+  app.add_option("--gguf-type", gguf_type,
+                 "GGUF tensor type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k "
+                 "q6_k, or q4_k_m (Q4_K with Q6_K where llama.cpp's Q4_K_M uses it)");
   app.add_option("--arch", arch, "qwen3_5_moe | qwen3_5 | qwen3_next | qwen3");
   app.add_option("--layout", layout, "hf | mlx");
   app.add_option("--dtype", dtype, "f32 | bf16 | f16 (default: f32 for hf, bf16 for mlx)");
@@ -127,6 +133,12 @@ int run_make_model(int argc, char** argv) {
   options.seed = seed;
   options.shards = shards;
   apply_shape_flags(shape_flags, options.shape);
+  if (format == "gguf") {
+    write_random_gguf_model(options, parse_gguf_recipe(gguf_type), out);
+    std::printf("wrote %s GGUF model to %s\n", arch_name(options.arch), out.c_str());
+    return 0;
+  }
+  if (format != "safetensors") throw Error("--format must be safetensors or gguf");
   write_random_model(options, out);
   std::printf("wrote %s model to %s\n", arch_name(options.arch), out.c_str());
   return 0;

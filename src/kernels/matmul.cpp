@@ -1,17 +1,21 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "base/thread_pool.h"
 #include "kernels/affine_gemv.h"
+#include "kernels/gguf_gemv.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/vec.h"
 
 namespace qmlx {
 namespace {
 
-// Decode rows of an unquantized matrix: one dot product per row, streaming the row once.
-void float_gemv_rows(const float* x, const WeightMatrix& w, float* y, int begin, int end) {
+// Decode rows of an unquantized matrix, or of a GGUF type without a fused kernel: one row at
+// a time, streaming it once (GGUF rows are decoded to floats first).
+void row_by_row_gemv(const float* x, const WeightMatrix& w, float* y, int begin, int end) {
+  thread_local std::vector<float> decoded;
   for (int r = begin; r < end; ++r) {
     const uint8_t* row = w.data + size_t(r) * w.row_bytes();
     switch (w.format) {
@@ -24,10 +28,24 @@ void float_gemv_rows(const float* x, const WeightMatrix& w, float* y, int begin,
       case WeightFormat::kBF16:
         y[r] = vec::dot_typed(x, row, ScalarType::kBF16, w.cols);
         break;
+      case WeightFormat::kGguf:
+        decoded.resize(w.cols);
+        dequantize_rows(w, r, r + 1, decoded.data());
+        y[r] = vec::dot(x, decoded.data(), w.cols);
+        break;
       case WeightFormat::kAffine:
         break;  // affine rows go through affine_gemv_rows
     }
   }
+}
+
+// The decode kernel a matrix uses.
+enum class GemvKind { kAffine, kGguf, kRowByRow };
+
+GemvKind gemv_kind(const WeightMatrix& w) {
+  if (w.format == WeightFormat::kAffine) return GemvKind::kAffine;
+  if (w.format == WeightFormat::kGguf && gguf_gemv_supported(w.gguf_type)) return GemvKind::kGguf;
+  return GemvKind::kRowByRow;
 }
 
 // Everything one matmul shares between the ranges of rows it is split into.
@@ -35,22 +53,29 @@ struct MatmulJob {
   const float* x;
   int T;
   const WeightMatrix& w;
-  Int16Activations gemv_input;  // affine decode only
+  GemvKind kind;
+  Int16Activations gemv_input;  // the fused decode kernels only
   float* y;
 
   MatmulJob(const float* x_, int T_, const WeightMatrix& w_, float* y_)
-      : x(x_), T(T_), w(w_), y(y_) {
-    if (T == 1 && w.quantized())
+      : x(x_), T(T_), w(w_), kind(gemv_kind(w_)), y(y_) {
+    if (T > 1) return;
+    if (kind == GemvKind::kAffine)
       gemv_input = prepare_affine_gemv_input(x, w.cols, w.bits, w.group_size);
+    else if (kind == GemvKind::kGguf)
+      gemv_input = prepare_gguf_gemv_input(x, w.cols);
   }
 
   void run(int begin, int end) const {
-    if (T > 1)
-      packed_gemm_rows(x, T, w, y, begin, end);
-    else if (w.quantized())
-      affine_gemv_rows(gemv_input, w, begin, end, y);
-    else
-      float_gemv_rows(x, w, y, begin, end);
+    if (T > 1) return packed_gemm_rows(x, T, w, y, begin, end);
+    switch (kind) {
+      case GemvKind::kAffine:
+        return affine_gemv_rows(gemv_input, w, begin, end, y);
+      case GemvKind::kGguf:
+        return gguf_gemv_rows(gemv_input, w, begin, end, y);
+      case GemvKind::kRowByRow:
+        return row_by_row_gemv(x, w, y, begin, end);
+    }
   }
 
   // Rows per task: decode tasks should read at least 64 KiB of weights so scheduling stays

@@ -13,6 +13,8 @@ size_t WeightMatrix::row_bytes() const {
       return size_t(cols) * 2;
     case WeightFormat::kAffine:
       return size_t(cols) * bits / 8;
+    case WeightFormat::kGguf:
+      return gguf_bytes(gguf_type, size_t(cols));
   }
   return 0;
 }
@@ -56,6 +58,9 @@ void dequantize_rows(const WeightMatrix& w, int begin, int end, float* out) {
         break;
       case WeightFormat::kAffine:
         dequantize_affine_row(w, r, out);
+        break;
+      case WeightFormat::kGguf:
+        gguf_dequantize(w.gguf_type, row, size_t(w.cols), out);
         break;
     }
   }

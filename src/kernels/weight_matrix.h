@@ -1,20 +1,24 @@
 // WeightMatrix: a view of one [rows, cols] weight matrix in the format it is stored in (f32,
-// f16, bf16, or MLX affine quantization), usually pointing into a memory-mapped file. Kernels
-// read weights only through this view, so a 4-bit model costs 4 bits per weight in memory and
-// the matmul dequantizes small blocks on the fly.
+// f16, bf16, MLX affine quantization, or a GGUF block format), usually pointing into a
+// memory-mapped file. Kernels read weights only through this view, so a 4-bit model costs 4 bits
+// per weight in memory and the matmul dequantizes small blocks on the fly.
 //
 // MLX affine quantization (model-spec §5): row r is an LSB-first bit stream of `bits`-bit codes
 // q; w[r][c] = scales[r][c / group_size] * q[r][c] + biases[r][c / group_size].
+//
+// GGUF (kernels/gguf_blocks.h): each row is cols / block_elems self-contained blocks of
+// gguf_type; scales live inside the blocks, so `scales`/`biases` are unused.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/gguf_blocks.h"
 #include "kernels/scalar_type.h"
 
 namespace qmlx {
 
-enum class WeightFormat : uint8_t { kF32, kF16, kBF16, kAffine };
+enum class WeightFormat : uint8_t { kF32, kF16, kBF16, kAffine, kGguf };
 
 struct WeightMatrix {
   WeightFormat format = WeightFormat::kF32;
@@ -27,7 +31,10 @@ struct WeightMatrix {
   ScalarType scale_type = ScalarType::kF32;
   const uint8_t* scales = nullptr;  // [rows][cols / group_size] of scale_type
   const uint8_t* biases = nullptr;
+  // GGUF block formats only.
+  GgufType gguf_type = GgufType::kF32;
 
+  // Affine quantization (the GGUF formats carry their scales inside the row).
   bool quantized() const { return format == WeightFormat::kAffine; }
   int groups_per_row() const { return quantized() ? cols / group_size : 0; }
   size_t row_bytes() const;

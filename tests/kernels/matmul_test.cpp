@@ -2,9 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
-
 #include "test_util.h"
 #include "tiny_model.h"
 
@@ -25,19 +22,6 @@ std::vector<double> naive_matmul(const std::vector<float>& x, int T, const std::
       y[size_t(t) * rows + o] = s;
     }
   return y;
-}
-
-// x rounded to the int16 grid of its group: step = max|x_g| / 32767, x^ = step * round(x / step).
-std::vector<float> round_to_int16_groups(const std::vector<float>& x, int group_size) {
-  std::vector<float> out(x.size());
-  for (size_t g = 0; g < x.size(); g += group_size) {
-    double amax = 0;
-    for (int i = 0; i < group_size; ++i) amax = std::max(amax, std::abs(double(x[g + i])));
-    const double step = amax / 32767;
-    for (int i = 0; i < group_size; ++i)
-      out[g + i] = step == 0 ? 0.f : float(step * std::nearbyint(x[g + i] / step));
-  }
-  return out;
 }
 
 struct QuantCase {
@@ -71,8 +55,8 @@ TEST_P(AffineMatmulTest, MatchesNaiveDequantizedProduct) {
         << "bits=" << bits << " gs=" << gs << " T=" << T;
     if (T == 1) {
       // Decode is exactly the product with x rounded as documented in affine_gemv.h.
-      EXPECT_LT(relative_error(
-                    y, naive_matmul(round_to_int16_groups(x, gs), 1, q.dequantized, rows, cols)),
+      EXPECT_LT(relative_error(y, naive_matmul(testing::round_to_int16_groups(x, gs), 1,
+                                               q.dequantized, rows, cols)),
                 2e-6)
           << "bits=" << bits << " gs=" << gs;
     }

@@ -1,0 +1,53 @@
+// GGUF tensor types: ggml's element formats as llama.cpp stores them in .gguf files. Block
+// formats pack `block_elems` consecutive values of a row into `block_bytes` bytes (a scale, and
+// for some a minimum, in f16, then the small integer codes); a row is a whole number of blocks.
+// This file knows the numeric type ids, the block geometry and how to turn blocks back into
+// floats (scalar reference decoding, as ggml-quants.c defines it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace qmlx {
+
+// Values are ggml's `enum ggml_type` ids, the numbers written in a GGUF tensor info.
+enum class GgufType : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kBF16 = 30,
+};
+
+// The type with ggml id `id` when this engine can read it.
+std::optional<GgufType> gguf_type_from_id(uint32_t id);
+// ggml's name of the type ("Q4_K", "F16"); lower case accepted by gguf_type_from_name.
+const char* gguf_type_name(GgufType t);
+std::optional<GgufType> gguf_type_from_name(std::string_view name);
+// ggml's name for any id, "type 42" for ids this engine does not know.
+std::string gguf_type_id_name(uint32_t id);
+
+// Values per block (1 for the float types, 32 or 256 for the quantized ones).
+int gguf_block_elems(GgufType t);
+size_t gguf_block_bytes(GgufType t);
+inline bool gguf_is_quantized(GgufType t) { return gguf_block_elems(t) > 1; }
+// Bytes of n values (n must be a multiple of the block size).
+inline size_t gguf_bytes(GgufType t, size_t n) {
+  return n / gguf_block_elems(t) * gguf_block_bytes(t);
+}
+
+// Decodes n values (a multiple of the block size) stored as type t.
+void gguf_dequantize(GgufType t, const uint8_t* src, size_t n, float* out);
+
+}  // namespace qmlx
