@@ -18,7 +18,8 @@ const context = await model.createContext({
 });
 const sequence = context.getSequence();
 
-// The same generator as qmlx_engine_bench is not needed: any ids below 1000 are ordinary tokens.
+// Ids below 1000 are ordinary tokens, as in qmlx_engine_bench. Decode goes on through end-of-
+// generation tokens, as qmlx_engine_bench does.
 let seed = 1;
 const prompt = Array.from({length: promptTokens}, () => {
   seed = (seed * 1103515245 + 12345) % 2147483648;
@@ -32,7 +33,7 @@ const prefillSeconds = (performance.now() - start) / 1000;
 start = performance.now();
 let decoded = 0;
 if (decodeTokens > 0) {
-  for await (const token of sequence.evaluate([prompt.at(-1)], {temperature: 0})) {
+  for await (const token of sequence.evaluate([prompt.at(-1)], {temperature: 0, yieldEogToken: true})) {
     void token;
     if (++decoded >= decodeTokens) break;
   }

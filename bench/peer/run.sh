@@ -7,7 +7,8 @@
 # Environment (defaults in brackets):
 #   RUNS [3]  PROMPTS ["512 2048 8192"]  DECODE_AFTER ["512 8192"] (prompt lengths whose run
 #   also measures decode)  DECODE_TOKENS [32]  THREADS [2]  SHAPES ["dense moe"]
-#   MOE_LAYERS [4]  FORMATS ["mlx-8bit mlx-4bit gguf-q8_0 gguf-q4_k"]
+#   MOE_LAYERS [4]  FORMATS ["mlx-8bit mlx-4bit gguf-q8_0 gguf-q4_k_m"] (q4_k_m: Q4_K with Q6_K
+#   where llama.cpp's Q4_K_M uses it)
 #   QMLX_PEER_MODELS [${TMPDIR:-/tmp}/qmlx-peer-models]  OUT [bench/peer/results.jsonl]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -48,9 +49,9 @@ model_path() {
       echo "$dir" ;;
     gguf-*)
       local type="${format#gguf-}"
-      [ -f "$dir/model.gguf" ] || "$make_model" make-model $(shape_flags "$shape") --format gguf \
-        --gguf-type "$type" --out "$dir" >&2
-      echo "$dir/model.gguf" ;;
+      [ -f "$dir.gguf" ] || "$make_model" make-model $(shape_flags "$shape") --format gguf \
+        --gguf-type "$type" --out "$dir.gguf" >&2
+      echo "$dir.gguf" ;;
   esac
 }
 
@@ -63,15 +64,20 @@ mkdir -p "$models"
 bandwidth=$("$build/bench/kernels/qmlx_kernel_bench" "$threads" bandwidth)
 echo "read bandwidth ($threads threads): $bandwidth GB/s" >&2
 for shape in ${SHAPES:-dense moe}; do
-  for format in ${FORMATS:-mlx-8bit mlx-4bit gguf-q8_0 gguf-q4_k}; do
+  for format in ${FORMATS:-mlx-8bit mlx-4bit gguf-q8_0 gguf-q4_k_m}; do
     if [[ "$format" == gguf-* && $gguf_ok == 0 ]]; then
       echo "skipping $format: make-model has no --format gguf yet" >&2
       continue
     fi
     path=$(model_path "$shape" "$format")
+    if [[ "$format" == gguf-* ]] && ! "$build/bench/engine/qmlx_engine_bench" "$path" 1 0 \
+        "$threads" > /dev/null 2>&1; then
+      echo "skipping $format: this qmlx build cannot load .gguf models" >&2
+      continue
+    fi
     peer_format="${format#gguf-}"
     [[ "$format" == mlx-8bit ]] && peer_format=q8_0
-    [[ "$format" == mlx-4bit ]] && peer_format=q4_k
+    [[ "$format" == mlx-4bit ]] && peer_format=q4_k_m
     peer_path=""
     [ $gguf_ok == 1 ] && peer_path=$(model_path "$shape" "gguf-$peer_format")
     for prompt in ${PROMPTS:-512 2048 8192}; do

@@ -9,7 +9,8 @@ import statistics
 import sys
 
 # qmlx format -> the llama.cpp format it is compared with (same bits per weight).
-PAIRS = [("gguf-q8_0", "q8_0"), ("gguf-q4_k", "q4_k"), ("mlx-8bit", "q8_0"), ("mlx-4bit", "q4_k")]
+PAIRS = [("gguf-q8_0", "q8_0"), ("gguf-q4_k_m", "q4_k_m"), ("mlx-8bit", "q8_0"),
+         ("mlx-4bit", "q4_k_m")]
 
 
 def main(path):
