@@ -3,7 +3,6 @@
 #include <immintrin.h>
 
 #include "kernels/affine_codes.h"
-#include "kernels/vec.h"
 
 namespace qmlx {
 namespace {
@@ -44,13 +43,24 @@ inline __m256i dot_group_nibbles(const uint8_t* q, const int16_t* xq, int n) {
   return acc;
 }
 
-template <int kBits>
-float dot_row(const Int16Activations& in, const WeightMatrix& w, int r, const float* scales,
-              const float* biases) {
-  const int gs = w.group_size, groups = w.groups_per_row();
+// Element i of a scale or bias array whose type is known at compile time (one load, no switch).
+template <ScalarType kType>
+inline float meta_at(const uint8_t* p, size_t i) {
+  if constexpr (kType == ScalarType::kF32) return reinterpret_cast<const float*>(p)[i];
+  if constexpr (kType == ScalarType::kF16)
+    return f16_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+  if constexpr (kType == ScalarType::kBF16)
+    return bf16_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+}
+
+template <int kBits, ScalarType kScale>
+float dot_row(const Int16Activations& in, const WeightMatrix& w, int r) {
+  const int gs = w.group_size, groups = in.steps.size();
   const uint8_t* row = w.data + size_t(r) * w.row_bytes();
+  const size_t meta = size_t(r) * groups;
   uint8_t scratch[128];
   __m256 total = _mm256_setzero_ps();
+  float bias_total = 0.f;
   for (int g = 0; g < groups; ++g) {
     const int16_t* xq = in.codes.data() + size_t(g) * gs;
     __m256i acc;
@@ -61,23 +71,27 @@ float dot_row(const Int16Activations& in, const WeightMatrix& w, int r, const fl
     } else {
       acc = dot_group_bytes(unpack_group_codes(w, r, g, scratch), xq, gs);
     }
-    total =
-        _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(scales[g] * in.steps[g]), total);
+    const float scale = meta_at<kScale>(w.scales, meta + g);
+    total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(scale * in.steps[g]), total);
+    bias_total += meta_at<kScale>(w.biases, meta + g) * in.sums[g];
   }
-  return hsum(total) + vec::dot(biases, in.sums.data(), groups);
+  return hsum(total) + bias_total;
 }
 
 template <int kBits>
 void rows_of(const Int16Activations& in, const WeightMatrix& w, int begin, int end, float* y) {
-  const int groups = w.groups_per_row();
-  // Scales and biases of one row as floats (per thread, so no allocation per row).
-  thread_local std::vector<float> meta;
-  meta.resize(2 * size_t(groups));
-  const size_t meta_row = size_t(groups) * scalar_size(w.scale_type);
   for (int r = begin; r < end; ++r) {
-    convert_to_float(w.scales + r * meta_row, w.scale_type, groups, meta.data());
-    convert_to_float(w.biases + r * meta_row, w.scale_type, groups, meta.data() + groups);
-    y[r] = dot_row<kBits>(in, w, r, meta.data(), meta.data() + groups);
+    switch (w.scale_type) {
+      case ScalarType::kF32:
+        y[r] = dot_row<kBits, ScalarType::kF32>(in, w, r);
+        break;
+      case ScalarType::kF16:
+        y[r] = dot_row<kBits, ScalarType::kF16>(in, w, r);
+        break;
+      case ScalarType::kBF16:
+        y[r] = dot_row<kBits, ScalarType::kBF16>(in, w, r);
+        break;
+    }
   }
 }
 
