@@ -10,7 +10,7 @@ namespace {
 
 constexpr int kPanelRows = 16;    // outputs per tile: two YMM registers
 constexpr int kTileTokens = 6;    // tokens per tile: 12 accumulators + 2 weights + 1 broadcast
-constexpr int kTokenBlock = 256;  // tokens whose activations are reused across all row panels
+constexpr int kTokenBlock = 256;  // tokens per pass over the panel (sizes `partial` below)
 constexpr int kDepth = 256;       // columns per pass: a 16 KiB slice of the panel stays in L1
 
 // Rows [r0, r0 + n) of w as panel[k][16] floats; rows past n are zero.
@@ -102,11 +102,11 @@ void packed_gemm_rows(const float* x, int T, const WeightMatrix& w, float* y, in
   panel.resize(size_t(kPanelRows) * cols);
   // Outputs of a panel with fewer than 16 rows, for a whole token block.
   float partial[kTokenBlock * kPanelRows];
-  for (int t0 = 0; t0 < T; t0 += kTokenBlock) {
-    const int t1 = std::min(T, t0 + kTokenBlock);
-    for (int r0 = begin; r0 < end; r0 += kPanelRows) {
-      const int n = std::min(kPanelRows, end - r0);
-      pack_panel(w, r0, n, rows_buffer, panel.data());
+  for (int r0 = begin; r0 < end; r0 += kPanelRows) {
+    const int n = std::min(kPanelRows, end - r0);
+    pack_panel(w, r0, n, rows_buffer, panel.data());
+    for (int t0 = 0; t0 < T; t0 += kTokenBlock) {
+      const int t1 = std::min(T, t0 + kTokenBlock);
       for (int k0 = 0; k0 < cols; k0 += kDepth) {
         const int depth = std::min(kDepth, cols - k0);
         const float* slice = panel.data() + size_t(k0) * kPanelRows;
