@@ -55,8 +55,8 @@ model_path() {
   esac
 }
 
-tag() {  # prefixes a JSON line with the fields table.py groups by
-  sed "s/^{/{\"shape\":\"$1\",\"format\":\"$2\",\"prompt\":$3,\"engine\":\"$4\",/"
+tag() {  # prefixes a JSON line with the fields table.py groups by (each engine names itself)
+  sed "s/^{/{\"shape\":\"$1\",\"format\":\"$2\",\"prompt\":$3,/"
 }
 
 mkdir -p "$models"
@@ -86,11 +86,11 @@ for shape in ${SHAPES:-dense moe}; do
       for run in $(seq "$runs"); do
         echo "$shape $format prompt $prompt run $run" >&2
         QMLX_BENCH_BANDWIDTH_GBS="$bandwidth" "$build/bench/engine/qmlx_engine_bench" \
-          "$path" "$prompt" "$decode" "$threads" | tag "$shape" "$format" "$prompt" qmlx >> "$out"
+          "$path" "$prompt" "$decode" "$threads" | tag "$shape" "$format" "$prompt" >> "$out"
         # The peer format is measured once per pair of runs (formats sharing it reuse it).
         if [ -n "$peer_path" ] && ! grep -q "\"shape\":\"$shape\",\"format\":\"$peer_format\",\"prompt\":$prompt,\"engine\":\"llama.cpp\".*\"run\":$run}" "$out"; then
           node "$here/llama_bench.mjs" "$peer_path" "$prompt" "$decode" "$threads" |
-            sed "s/}$/,\"run\":$run}/" | tag "$shape" "$peer_format" "$prompt" llama.cpp >> "$out"
+            sed "s/}$/,\"run\":$run}/" | tag "$shape" "$peer_format" "$prompt" >> "$out"
         fi
       done
     done
