@@ -7,7 +7,7 @@
 # Environment (defaults in brackets):
 #   RUNS [3]  PROMPTS ["512 2048 8192"]  DECODE_AFTER ["512 8192"] (prompt lengths whose run
 #   also measures decode)  DECODE_TOKENS [32]  THREADS [2]  SHAPES ["dense moe"]
-#   MOE_LAYERS [4]  FORMATS ["mlx-8bit mlx-4bit gguf-q8_0 gguf-q4_k_m"] (q4_k_m: Q4_K with Q6_K
+#   MOE_LAYERS [4]  MOE_FULL_ATTENTION_INTERVAL [4]  FORMATS ["mlx-8bit mlx-4bit gguf-q8_0 gguf-q4_k_m"] (q4_k_m: Q4_K with Q6_K
 #   where llama.cpp's Q4_K_M uses it)
 #   QMLX_PEER_MODELS [${TMPDIR:-/tmp}/qmlx-peer-models]  OUT [bench/peer/results.jsonl]
 set -euo pipefail
@@ -30,11 +30,13 @@ if "$make_model" make-model --help 2>&1 | grep -q -- '--gguf-type'; then gguf_ok
 shape_flags() {
   case "$1" in
     dense) echo "--preset qwen3.5-0.8b" ;;
-    # Qwen3.5-35B-A3B (model-spec §1.3) with MOE_LAYERS layers (every 4th full attention).
+    # Qwen3.5-35B-A3B (model-spec §1.3) cut to MOE_LAYERS layers, every
+    # MOE_FULL_ATTENTION_INTERVAL-th one full attention (4, as in the real model).
     moe) echo "--arch qwen3_5_moe --hidden 2048 --layers ${MOE_LAYERS:-4} --heads 16 --kv-heads 2
                --head-dim 256 --linear-key-heads 16 --linear-value-heads 32 --linear-key-dim 128
                --linear-value-dim 128 --experts 256 --experts-per-tok 8 --moe-intermediate 512
-               --shared-intermediate 512 --vocab 248320 --full-attention-interval 4 --no-tie" ;;
+               --shared-intermediate 512 --vocab 248320
+               --full-attention-interval ${MOE_FULL_ATTENTION_INTERVAL:-4} --no-tie" ;;
   esac
 }
 
