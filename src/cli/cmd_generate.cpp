@@ -20,6 +20,7 @@
 #include "cli/command.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
+#include "model/gguf_file.h"
 #include "modelgen/demo_model.h"
 #include "text/tokenizer/tokenizer.h"
 
@@ -57,7 +58,7 @@ DType parse_kv_dtype(const std::string& s) {
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
-  if (!std::filesystem::exists(dir + "/tokenizer.json")) return nullptr;
+  if (!is_gguf_path(dir) && !std::filesystem::exists(dir + "/tokenizer.json")) return nullptr;
   return Tokenizer::from_file(dir);
 }
 

@@ -2,6 +2,7 @@
 // carried conv state; L2-normalise q and k per head (q also scaled by Dk^-1/2); beta =
 // sigmoid(b), g = -exp(A_log) * softplus(a + dt_bias); the gated delta rule; per-head gated
 // RMSNorm with z; out_proj.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -75,6 +76,13 @@ void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float
       size_t off = size_t(t) * VD + size_t(h) * Dv;
       rms_norm_gated(o.data() + off, z.data() + off, w.norm.data(), Dv, eps, o.data() + off);
     }
+  if (!w.out_heads.empty()) {
+    std::vector<float> grouped(o);
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < Hv; ++i)
+        std::copy_n(grouped.data() + size_t(t) * VD + size_t(w.out_heads[i]) * Dv, Dv,
+                    o.data() + size_t(t) * VD + size_t(i) * Dv);
+  }
   matmul(o.data(), T, w.out, out);
 }
 

@@ -12,12 +12,20 @@
 #include "kernels/norms.h"
 #include "kernels/vec.h"
 #include "model/architectures.h"
+#include "model/gguf_weights.h"
 
 namespace qmlx {
 
 std::shared_ptr<const Model> Model::load(const std::string& dir) {
   auto model = std::shared_ptr<Model>(new Model());
   model->directory_ = dir;
+  if (is_gguf_path(dir)) {
+    auto file = std::make_shared<const GgufFile>(dir);
+    model->config_ = gguf_model_config(*file);
+    model->weights_ = load_gguf_weights(*file, model->config_);
+    model->gguf_ = std::move(file);
+    return model;
+  }
   model->config_ = ModelConfig::load(dir);
   model->store_ = TensorStore::open_directory(dir);
   switch (model->config_.arch) {

@@ -16,14 +16,16 @@
 
 namespace qmlx {
 
+class GgufFile;
+
 struct ForwardOptions {
   DeltaRuleForm delta_rule = DeltaRuleForm::kAuto;
 };
 
 class Model {
  public:
-  // Reads <dir>/config.json and the safetensors files; throws qmlx::Error naming the file and
-  // tensor on anything wrong with them.
+  // Reads <dir>/config.json and the safetensors files, or one llama.cpp-style .gguf file when
+  // `dir` ends in ".gguf"; throws qmlx::Error naming the file and tensor on anything wrong.
   static std::shared_ptr<const Model> load(const std::string& dir);
 
   const ModelConfig& config() const { return config_; }
@@ -46,6 +48,7 @@ class Model {
   std::string directory_;
   ModelConfig config_;
   std::unique_ptr<TensorStore> store_;
+  std::shared_ptr<const GgufFile> gguf_;  // the mapping GGUF weights point into
   ModelWeights weights_;
 };
 

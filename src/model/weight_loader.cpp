@@ -213,13 +213,14 @@ std::vector<float> WeightLoader::conv(const std::string& tensor, int channels, i
   return taps;
 }
 
-WeightMatrix WeightLoader::permute_rows(const WeightMatrix& m, const std::vector<int>& order) {
+WeightMatrix permuted_rows(const WeightMatrix& m, const std::vector<int>& order,
+                           ModelWeights& owner) {
   auto copy_rows = [&](const uint8_t* src, size_t row_bytes) {
     std::vector<uint8_t> buf(order.size() * row_bytes);
     for (size_t i = 0; i < order.size(); ++i)
       std::memcpy(buf.data() + i * row_bytes, src + size_t(order[i]) * row_bytes, row_bytes);
-    weights_.owned.push_back(std::move(buf));
-    return weights_.owned.back().data();
+    owner.owned.push_back(std::move(buf));
+    return owner.owned.back().data();
   };
   WeightMatrix out = m;
   out.rows = int(order.size());
@@ -230,6 +231,10 @@ WeightMatrix WeightLoader::permute_rows(const WeightMatrix& m, const std::vector
     out.biases = copy_rows(m.biases, meta_row);
   }
   return out;
+}
+
+WeightMatrix WeightLoader::permute_rows(const WeightMatrix& m, const std::vector<int>& order) {
+  return permuted_rows(m, order, weights_);
 }
 
 void WeightLoader::load_globals(bool zero_centred_norms) {

@@ -60,6 +60,11 @@ class WeightLoader {
   bool raw_norms_ = false;
 };
 
+// A copy of `m` with rows reordered (row i of the result is row order[i] of m), its bytes
+// owned by `owner` (the stored format is kept: rows are independent in every format).
+WeightMatrix permuted_rows(const WeightMatrix& m, const std::vector<int>& order,
+                           ModelWeights& owner);
+
 // Loaders shared by the architectures (same names in Qwen3.5 and Qwen3-Next).
 AttentionWeights load_attention(WeightLoader& w, int layer, bool gated, bool zero_centred);
 MlpWeights load_mlp(WeightLoader& w, const std::string& module, int hidden, int intermediate);

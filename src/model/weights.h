@@ -23,6 +23,9 @@ struct DeltaNetWeights {
   std::vector<float> dt_bias;  // [Hv]
   std::vector<float> A;        // -exp(A_log), [Hv]
   std::vector<float> norm;     // gated RMSNorm weight [Dv]
+  // out_proj input head i is value head out_heads[i] (empty: identity). llama.cpp's Qwen3.5
+  // GGUF files keep out_proj's columns in tiled head order, which blocks cannot be permuted to.
+  std::vector<int> out_heads;
 };
 
 struct MlpWeights {

@@ -1,5 +1,7 @@
 #include "text/template/chat_template.h"
 
+#include "model/gguf_file.h"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -71,6 +73,7 @@ void parse_string_arguments(nlohmann::ordered_json& call) {
 }  // namespace
 
 ChatTemplate ChatTemplate::from_model_dir(const std::string& model_dir) {
+  if (is_gguf_path(model_dir)) return from_gguf(model_dir);
   std::filesystem::path dir(model_dir);
   std::filesystem::path config_path = dir / "tokenizer_config.json";
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
@@ -100,6 +103,27 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& model_dir) {
     std::string token = token_field(config, key);
     if (!token.empty()) result.special_tokens_[key] = token;
   }
+  return result;
+}
+
+// A GGUF model carries its template as tokenizer.chat_template and the bos/eos tokens as ids.
+ChatTemplate ChatTemplate::from_gguf(const std::string& path) {
+  const GgufFile file(path);
+  const auto& m = file.metadata();
+  const auto source = m.find("tokenizer.chat_template");
+  if (source == m.end() || !source->is_string())
+    throw Error(path + ": GGUF metadata has no tokenizer.chat_template");
+  const auto token_text = [&](const char* key) -> std::string {
+    const auto id = m.find(key);
+    const auto tokens = m.find("tokenizer.ggml.tokens");
+    if (id == m.end() || tokens == m.end() || !id->is_number_integer()) return "";
+    const auto i = id->get<int64_t>();
+    return i >= 0 && size_t(i) < tokens->size() ? (*tokens)[size_t(i)].get<std::string>() : "";
+  };
+  ChatTemplate result(source->get<std::string>(), path, token_text("tokenizer.ggml.bos_token_id"),
+                      token_text("tokenizer.ggml.eos_token_id"));
+  const std::string pad = token_text("tokenizer.ggml.padding_token_id");
+  if (!pad.empty()) result.special_tokens_["pad_token"] = pad;
   return result;
 }
 

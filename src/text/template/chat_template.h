@@ -18,7 +18,9 @@ class ChatTemplate {
   // bos_token / eos_token (and pad_token / unk_token) come from tokenizer_config.json, and
   // are template variables like transformers' special-tokens map. Throws qmlx::Error naming
   // the file.
+  // `model_dir` may also be a .gguf file (template from tokenizer.chat_template).
   static ChatTemplate from_model_dir(const std::string& model_dir);
+  static ChatTemplate from_gguf(const std::string& path);
 
   ChatTemplate(std::string source, std::string name, std::string bos_token = "",
                std::string eos_token = "");

@@ -1,4 +1,5 @@
 #include "text/tokenizer/hf_tokenizer.h"
+#include "text/tokenizer/gguf_vocab.h"
 
 #include <algorithm>
 #include <fstream>
@@ -142,6 +143,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json(const nlohmann::json& tokenizer_
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::from_file(const std::string& path) {
+  if (is_gguf_path(path))
+    return std::make_unique<HfTokenizer>(tokenizer_json_from_gguf(GgufFile(path)), path);
   std::string file = path;
   std::ifstream probe(file + "/tokenizer.json");
   if (probe.good()) file += "/tokenizer.json";
