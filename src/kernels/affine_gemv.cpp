@@ -3,18 +3,14 @@
 #include <immintrin.h>
 
 #include "kernels/affine_codes.h"
+#include "kernels/simd.h"
 
 namespace qmlx {
 namespace {
 
 constexpr int kChunk = 32;  // columns per 16 bytes of 4-bit codes (see Int16Activations)
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using simd::hsum;
 
 inline __m256i load256(const int16_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));

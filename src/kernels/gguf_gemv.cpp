@@ -4,18 +4,15 @@
 
 #include <cstring>
 
+#include "kernels/simd.h"
+
 namespace qmlx {
 namespace {
 
 constexpr int kBlock = 32;   // activation group, and the Q8_0 block
 constexpr int kSuper = 256;  // K-quant super-block
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using simd::hsum;
 
 inline float half_at(const uint8_t* p) {
   uint16_t h;
