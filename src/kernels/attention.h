@@ -1,7 +1,7 @@
 // Causal scaled-dot-product attention of T query rows over a K/V cache, with grouped-query
 // heads (query head h reads K/V head h / (Nh / Nkv)). The cache is position-major:
 // row p holds [Nkv][D] values of type kv_type. Query row t sits at position q_pos0 + t and sees
-// rows [0, q_pos0 + t]. Softmax in fp32. (head, row) pairs are spread over default_pool().
+// rows [0, q_pos0 + t]. Softmax in fp32. (row, KV head) pairs are spread over default_pool().
 #pragma once
 
 #include <cstdint>

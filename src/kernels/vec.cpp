@@ -2,15 +2,12 @@
 
 #include <immintrin.h>
 
+#include "kernels/simd.h"
+
 namespace qmlx::vec {
 namespace {
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using simd::hsum;
 
 inline __m256 load8(const void* p, ScalarType t, size_t i) {
   switch (t) {

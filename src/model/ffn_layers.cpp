@@ -6,6 +6,7 @@
 #include <numeric>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "kernels/activations.h"
 #include "kernels/matmul.h"
 #include "kernels/vec.h"
@@ -28,6 +29,9 @@ struct Route {
   int expert;
   float weight;
 };
+
+// Up to this many tokens per MoE call, experts run in parallel rather than one after another.
+constexpr int kMaxTokensForParallelExperts = 4;
 
 struct RoutedToken {
   int token;
@@ -61,21 +65,38 @@ void moe_layer(const MoeWeights& w, const ModelConfig& c, const float* x, int T,
     for (const Route& r : route_token(logits.data() + size_t(t) * E, c))
       by_expert[r.expert].push_back({t, r.weight});
 
-  std::fill(out, out + size_t(T) * H, 0.f);
-  std::vector<float> gathered, expert_out;
-  for (int e = 0; e < E; ++e) {
-    const auto& tokens = by_expert[e];
-    if (tokens.empty()) continue;
+  std::vector<int> active;
+  for (int e = 0; e < E; ++e)
+    if (!by_expert[e].empty()) active.push_back(e);
+  // Each active expert's output rows, gathered in its token order.
+  std::vector<std::vector<float>> expert_out(active.size());
+  auto run_expert = [&](size_t a) {
+    const auto& tokens = by_expert[active[a]];
     const int n = int(tokens.size());
-    gathered.resize(size_t(n) * H);
-    expert_out.resize(size_t(n) * H);
+    std::vector<float> gathered(size_t(n) * H);
     for (int i = 0; i < n; ++i)
       std::copy(x + size_t(tokens[i].token) * H, x + size_t(tokens[i].token + 1) * H,
                 gathered.data() + size_t(i) * H);
-    mlp_layer(w.experts[e], gathered.data(), n, expert_out.data());
-    for (int i = 0; i < n; ++i)
-      vec::axpy(out + size_t(tokens[i].token) * H, tokens[i].weight,
-                expert_out.data() + size_t(i) * H, H);
+    expert_out[a].resize(size_t(n) * H);
+    mlp_layer(w.experts[active[a]], gathered.data(), n, expert_out[a].data());
+  };
+  // Few tokens per expert (decode): each expert's matrices are too small to split well, so the
+  // experts run in parallel, each on one thread. Many tokens (prefill): one expert at a time,
+  // its matmuls split over the pool.
+  const bool experts_in_parallel = T <= kMaxTokensForParallelExperts;
+  if (experts_in_parallel) {
+    default_pool().parallel_for(active.size(), [&](size_t b, size_t e) {
+      for (size_t a = b; a < e; ++a) run_expert(a);
+    });
+  } else {
+    for (size_t a = 0; a < active.size(); ++a) run_expert(a);
+  }
+  std::fill(out, out + size_t(T) * H, 0.f);
+  for (size_t a = 0; a < active.size(); ++a) {
+    const auto& tokens = by_expert[active[a]];
+    for (size_t i = 0; i < tokens.size(); ++i)
+      vec::axpy(out + size_t(tokens[i].token) * H, tokens[i].weight, expert_out[a].data() + i * H,
+                H);
   }
   if (!w.has_shared_expert) return;
   std::vector<float> shared(size_t(T) * H), gate(T);

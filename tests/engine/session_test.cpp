@@ -93,7 +93,9 @@ TEST_P(SessionTest, PrefillInOneCallInPiecesAndTokenByTokenAgree) {
 
   EXPECT_EQ(whole.position(), 150);
   EXPECT_LT(relative_error(chunked.logits(), whole.logits()), 1e-5);
-  EXPECT_LT(relative_error(stepwise.logits(), whole.logits()), 1e-5);
+  // Decode (T = 1) multiplies quantized weights by activations rounded to int16
+  // (kernels/int16_activations.h, ~2^-16 relative), prefill in fp32: the oracle's tolerance.
+  EXPECT_LT(relative_error(stepwise.logits(), whole.logits()), 1e-4);
 }
 
 TEST_P(SessionTest, ChunkedAndRecurrentDeltaRuleAgree) {
@@ -105,7 +107,8 @@ TEST_P(SessionTest, ChunkedAndRecurrentDeltaRuleAgree) {
   Session a(model, rec), b(model, chk);
   a.prefill(tokens);
   b.prefill(tokens);
-  EXPECT_LT(relative_error(a.logits(), b.logits()), 1e-5);
+  // An MoE expert that one token routes to runs the int16-activation decode kernel (see above).
+  EXPECT_LT(relative_error(a.logits(), b.logits()), 1e-4);
 }
 
 TEST_P(SessionTest, CancelStopsBetweenChunks) {

@@ -45,12 +45,21 @@ TEST_P(AffineMatmulTest, MatchesNaiveDequantizedProduct) {
   m.data = q.weight.bytes.data();
   m.scales = q.scales.bytes.data();
   m.biases = q.biases.bytes.data();
-  for (int T : {1, 2, 5}) {
+  for (int T : {1, 2, 5, 13}) {
     auto x = random_vector(size_t(T) * cols, 11 + T);
     std::vector<float> y(size_t(T) * rows);
     matmul(x.data(), T, m, y.data());
-    EXPECT_LT(relative_error(y, naive_matmul(x, T, q.dequantized, rows, cols)), 1e-5)
+    // Prefill is fp32 throughout; decode rounds x to int16 per group (~2^-16 relative).
+    EXPECT_LT(relative_error(y, naive_matmul(x, T, q.dequantized, rows, cols)),
+              T == 1 ? 1e-4 : 1e-5)
         << "bits=" << bits << " gs=" << gs << " T=" << T;
+    if (T == 1) {
+      // Decode is exactly the product with x rounded as documented in affine_gemv.h.
+      EXPECT_LT(relative_error(y, naive_matmul(testing::round_to_int16_groups(x, gs), 1,
+                                               q.dequantized, rows, cols)),
+                2e-6)
+          << "bits=" << bits << " gs=" << gs;
+    }
   }
   // Dequantizing a row gives exactly the quantizer's values (up to the fused multiply-add).
   std::vector<float> row(cols);

@@ -27,4 +27,18 @@ double relative_error(const A& a, const B& b) {
   return den == 0 ? num : num / den;
 }
 
+// x rounded as the decode GEMV rounds it (kernels/int16_activations.h), per group: step = max|x_g|
+// / 32767, x^ = step * round(x / step).
+inline std::vector<float> round_to_int16_groups(const std::vector<float>& x, int group_size) {
+  std::vector<float> out(x.size());
+  for (size_t g = 0; g < x.size(); g += group_size) {
+    double amax = 0;
+    for (int i = 0; i < group_size; ++i) amax = std::max(amax, std::abs(double(x[g + i])));
+    const double step = amax / 32767;
+    for (int i = 0; i < group_size; ++i)
+      out[g + i] = step == 0 ? 0.f : float(step * std::nearbyint(x[g + i] / step));
+  }
+  return out;
+}
+
 }  // namespace qmlx::testing

@@ -56,8 +56,10 @@ TEST_P(LayoutTest, Mlx4BitEqualsItsDequantizedWeights) {
   hf.tie = mlx.tie = true;  // quantized embedding doubles as the head
   testing::write_tiny_model(dir_ + "/hf", hf);
   testing::write_tiny_model(dir_ + "/mlx", mlx);
+  // The quantized head runs the int16-activation decode kernel (kernels/int16_activations.h,
+  // ~2^-16 relative); the f32 one multiplies in fp32.
   EXPECT_LT(relative_error(logits_for(dir_ + "/mlx", kPrompt), logits_for(dir_ + "/hf", kPrompt)),
-            1e-5);
+            1e-4);
   // The quantized model keeps about 4 bits per weight.
   auto q = Model::load(dir_ + "/mlx"), f = Model::load(dir_ + "/hf");
   EXPECT_LT(double(q->weights().matrix_bytes()), 0.25 * double(f->weights().matrix_bytes()));
@@ -93,8 +95,9 @@ TEST(LoaderTest, Bf16AndMixedBitsLoadAndMatchTheirF32Copies) {
     h.snap_bits = true;
     testing::write_tiny_model(dir + "/q", q);
     testing::write_tiny_model(dir + "/h", h);
+    // As in Mlx4BitEqualsItsDequantizedWeights: int16 activations in the quantized decode.
     EXPECT_LT(relative_error(logits_for(dir + "/q", kPrompt), logits_for(dir + "/h", kPrompt)),
-              1e-5)
+              1e-4)
         << bits << " bits";
   }
   std::filesystem::remove_all(dir);

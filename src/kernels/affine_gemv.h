@@ -1,0 +1,19 @@
+// Decode GEMV (T = 1) for MLX affine weights: y[r] = sum_g scale[r][g] * (q[r] . x)_g +
+// bias[r][g] * sum_g(x), with x rounded once per matmul to int16 per quantization group
+// (kernels/int16_activations.h) so the codes are multiplied as integers. 4- and 8-bit rows are
+// decoded in registers; the other widths are unpacked to bytes one group at a time.
+#pragma once
+
+#include "kernels/int16_activations.h"
+#include "kernels/weight_matrix.h"
+
+namespace qmlx {
+
+// The activations for matrices with these bits and group_size.
+Int16Activations prepare_affine_gemv_input(const float* x, int cols, int bits, int group_size);
+
+// y[r] for rows [begin, end) of w (affine, with the bits/group_size the input was made for).
+void affine_gemv_rows(const Int16Activations& in, const WeightMatrix& w, int begin, int end,
+                      float* y);
+
+}  // namespace qmlx

@@ -1,0 +1,157 @@
+#include "kernels/gguf_gemv.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/simd.h"
+
+namespace qmlx {
+namespace {
+
+constexpr int kBlock = 32;   // activation group, and the Q8_0 block
+constexpr int kSuper = 256;  // K-quant super-block
+
+using simd::hsum;
+
+inline float half_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return f16_to_float(h);
+}
+
+inline __m256i load_x(const int16_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+inline __m256i bytes_u16(const uint8_t* p) {
+  return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// Q8_0: f16 d, int8 q[32]; w = d * q.
+float dot_q8_0(const uint8_t* row, int blocks, const Int16Activations& in) {
+  __m256 total = _mm256_setzero_ps();
+  for (int b = 0; b < blocks; ++b, row += 34) {
+    const int16_t* x = in.codes.data() + size_t(b) * kBlock;
+    const __m256i q0 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2)));
+    const __m256i q1 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 18)));
+    const __m256i acc =
+        _mm256_add_epi32(_mm256_madd_epi16(q0, load_x(x)), _mm256_madd_epi16(q1, load_x(x + 16)));
+    total =
+        _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(half_at(row) * in.steps[b]), total);
+  }
+  return hsum(total);
+}
+
+// Q4_K's eight 6-bit scales and mins (the same unpacking as kernels/gguf_blocks.cpp).
+inline void scale_min_k4(int j, const uint8_t* q, int* scale, int* min) {
+  if (j < 4) {
+    *scale = q[j] & 63;
+    *min = q[j + 4] & 63;
+  } else {
+    *scale = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
+    *min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Q4_K: f16 d, f16 dmin, scales[12], qs[128]; sub-block j (32 values) is
+// w = d * sc_j * q - dmin * m_j, its codes the low (j even) or high (j odd) nibbles of 32 bytes.
+float dot_q4_k(const uint8_t* row, int supers, const Int16Activations& in) {
+  const __m256i mask = _mm256_set1_epi16(0x0f);
+  __m256 total = _mm256_setzero_ps();
+  float mins = 0.f;
+  for (int s = 0; s < supers; ++s, row += 144) {
+    const float d = half_at(row), dmin = half_at(row + 2);
+    const uint8_t* q = row + 16;
+    for (int pair = 0; pair < 4; ++pair, q += 32) {
+      const int j = 2 * pair, g = s * 8 + j;  // activation groups g and g + 1
+      const int16_t* x = in.codes.data() + size_t(g) * kBlock;
+      const __m256i b0 = bytes_u16(q), b1 = bytes_u16(q + 16);
+      const __m256i lo =
+          _mm256_add_epi32(_mm256_madd_epi16(_mm256_and_si256(b0, mask), load_x(x)),
+                           _mm256_madd_epi16(_mm256_and_si256(b1, mask), load_x(x + 16)));
+      const __m256i hi =
+          _mm256_add_epi32(_mm256_madd_epi16(_mm256_srli_epi16(b0, 4), load_x(x + 32)),
+                           _mm256_madd_epi16(_mm256_srli_epi16(b1, 4), load_x(x + 48)));
+      int sc0, m0, sc1, m1;
+      scale_min_k4(j, row + 4, &sc0, &m0);
+      scale_min_k4(j + 1, row + 4, &sc1, &m1);
+      total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_set1_ps(d * sc0 * in.steps[g]), total);
+      total =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), _mm256_set1_ps(d * sc1 * in.steps[g + 1]), total);
+      mins += dmin * (m0 * in.sums[g] + m1 * in.sums[g + 1]);
+    }
+  }
+  return hsum(total) - mins;
+}
+
+// Q6_K: ql[128], qh[64], int8 scales[16], f16 d. In each half of 128 values, value l + 32k
+// (l < 32, k < 4) has low bits nibble k/2 of ql[l + 32 (k%2)], high bits 2k..2k+1 of qh[l],
+// code - 32, and scale sc[l/16 + 2k].
+float dot_q6_k(const uint8_t* row, int supers, const Int16Activations& in) {
+  const __m256i mask4 = _mm256_set1_epi16(0x0f), mask2 = _mm256_set1_epi16(0x30),
+                bias = _mm256_set1_epi16(32);
+  __m256 total = _mm256_setzero_ps();
+  for (int s = 0; s < supers; ++s, row += 210) {
+    const float d = half_at(row + 208);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(row + 192);
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = row + 64 * half;
+      const uint8_t* qh = row + 128 + 32 * half;
+      const int g0 = s * 8 + half * 4;  // activation groups of k = 0..3
+      for (int l = 0; l < 32; l += 16) {
+        const __m256i a = bytes_u16(ql + l), b = bytes_u16(ql + l + 32), h = bytes_u16(qh + l);
+        const __m256i codes[4] = {
+            _mm256_or_si256(_mm256_and_si256(a, mask4),
+                            _mm256_and_si256(_mm256_slli_epi16(h, 4), mask2)),
+            _mm256_or_si256(_mm256_and_si256(b, mask4),
+                            _mm256_and_si256(_mm256_slli_epi16(h, 2), mask2)),
+            _mm256_or_si256(_mm256_srli_epi16(a, 4), _mm256_and_si256(h, mask2)),
+            _mm256_or_si256(_mm256_srli_epi16(b, 4),
+                            _mm256_and_si256(_mm256_srli_epi16(h, 2), mask2))};
+        for (int k = 0; k < 4; ++k) {
+          const int g = g0 + k;
+          const __m256i p = _mm256_madd_epi16(_mm256_sub_epi16(codes[k], bias),
+                                              load_x(in.codes.data() + size_t(g) * kBlock + l));
+          const float scale = d * sc[half * 8 + l / 16 + 2 * k] * in.steps[g];
+          total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(scale), total);
+        }
+      }
+    }
+  }
+  return hsum(total);
+}
+
+}  // namespace
+
+bool gguf_gemv_supported(GgufType t) {
+  return t == GgufType::kQ8_0 || t == GgufType::kQ4_K || t == GgufType::kQ6_K;
+}
+
+Int16Activations prepare_gguf_gemv_input(const float* x, int cols) {
+  return quantize_int16_activations(x, cols, kBlock, false);
+}
+
+void gguf_gemv_rows(const Int16Activations& in, const WeightMatrix& w, int begin, int end,
+                    float* y) {
+  for (int r = begin; r < end; ++r) {
+    const uint8_t* row = w.data + size_t(r) * w.row_bytes();
+    switch (w.gguf_type) {
+      case GgufType::kQ8_0:
+        y[r] = dot_q8_0(row, w.cols / kBlock, in);
+        break;
+      case GgufType::kQ4_K:
+        y[r] = dot_q4_k(row, w.cols / kSuper, in);
+        break;
+      case GgufType::kQ6_K:
+        y[r] = dot_q6_k(row, w.cols / kSuper, in);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace qmlx
