@@ -54,8 +54,9 @@ ordered_json tool_schemas() {
     "string"}},"required":["path"]}}}])");
 }
 
-void run_branches(const std::string& root, modelgen::Arch arch, int branches, uint64_t seed) {
-  const std::string dir = write_tiny_model(arch, root + "/model", seed);
+void run_branches(const std::string& root, modelgen::Arch arch, int branches, uint64_t seed,
+                  int bits) {
+  const std::string dir = write_tiny_model(arch, root + "/model", seed, bits);
   auto runtime = server::load_model_runtime(dir, server::ServerOptions{});
   CacheConfig config = CacheConfig::defaults();
   config.disk_cache_dir = root + "/store";
@@ -146,13 +147,13 @@ void run_branches(const std::string& root, modelgen::Arch arch, int branches, ui
   EXPECT_GT(counts.hits, counts.turns / 2);
 }
 
-void run_branches_in_scratch(modelgen::Arch arch, int branches, uint64_t seed) {
+void run_branches_in_scratch(modelgen::Arch arch, int branches, uint64_t seed, int bits = 0) {
   const std::string root = (fs::temp_directory_path() /
                             ("qmlx-differential-" + std::to_string(::getpid()) + "-" +
-                             modelgen::arch_name(arch)))
+                             modelgen::arch_name(arch) + "-" + std::to_string(bits)))
                                .string();
   fs::remove_all(root);
-  run_branches(root, arch, branches, seed);  // the servers stop (writers drain) before cleanup
+  run_branches(root, arch, branches, seed, bits);  // the servers stop (writers drain) before cleanup
   fs::remove_all(root);
 }
 
@@ -165,6 +166,13 @@ TEST_F(CacheDifferential, HybridMoeWarmEqualsCold) { run_branches_in_scratch(mod
 TEST_F(CacheDifferential, HybridDenseWarmEqualsCold) { run_branches_in_scratch(modelgen::Arch::kQwen35, 70, 12); }
 TEST_F(CacheDifferential, QwenNextWarmEqualsCold) { run_branches_in_scratch(modelgen::Arch::kQwen3Next, 30, 13); }
 TEST_F(CacheDifferential, AttentionOnlyWarmEqualsCold) { run_branches_in_scratch(modelgen::Arch::kQwen3, 70, 14); }
+// MLX 4-bit and 8-bit: the quantized kernels (integer decode GEMV, packed prefill GEMM).
+TEST_F(CacheDifferential, HybridMoeMlx4BitWarmEqualsCold) {
+  run_branches_in_scratch(modelgen::Arch::kQwen35Moe, 40, 15, 4);
+}
+TEST_F(CacheDifferential, HybridDenseMlx8BitWarmEqualsCold) {
+  run_branches_in_scratch(modelgen::Arch::kQwen35, 40, 16, 8);
+}
 
 }  // namespace
 }  // namespace qmlx::testing

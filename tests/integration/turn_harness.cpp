@@ -13,12 +13,18 @@ namespace qmlx::testing {
 
 namespace fs = std::filesystem;
 
-std::string write_tiny_model(modelgen::Arch arch, const std::string& dir, uint64_t seed) {
+std::string write_tiny_model(modelgen::Arch arch, const std::string& dir, uint64_t seed,
+                             int bits) {
   if (fs::exists(fs::path(dir) / "config.json")) return dir;
   modelgen::ModelOptions options;
   options.arch = arch;
   options.shape = modelgen::default_shape(arch);
   options.seed = seed;
+  if (bits > 0) {
+    options.layout = modelgen::Layout::kMLX;
+    options.dtype = modelgen::TensorDType::kBF16;
+    options.quantization = modelgen::QuantParams{bits, 32};
+  }
   modelgen::write_random_model(options, dir);
   return dir;
 }

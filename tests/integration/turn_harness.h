@@ -21,8 +21,10 @@
 
 namespace qmlx::testing {
 
-// Writes a tiny random model of `arch` into `dir` (once) and returns the folder.
-std::string write_tiny_model(modelgen::Arch arch, const std::string& dir, uint64_t seed);
+// Writes a tiny random model of `arch` into `dir` (once) and returns the folder: HF f32, or
+// MLX affine with `bits` (the quantized decode and prefill kernels).
+std::string write_tiny_model(modelgen::Arch arch, const std::string& dir, uint64_t seed,
+                             int bits = 0);
 
 struct TurnResult {
   std::vector<int32_t> prompt;     // the prompt's token ids
