@@ -13,7 +13,7 @@ In one run, against the real `qmlx serve`:
 Usage: bench/cache/cache_bench.py QMLX MODEL_DIR WORK_DIR [PROMPT_TOKENS ...]
 Prints a Markdown report; medians where runs repeat.
 """
-import json, os, socket, statistics, subprocess, sys, time, urllib.request
+import json, os, socket, statistics, subprocess, sys, time, urllib.error, urllib.request
 
 qmlx, model, work = sys.argv[1], sys.argv[2], sys.argv[3]
 lengths = [int(n) for n in sys.argv[4:]] or [1024, 4096]
@@ -45,9 +45,14 @@ class Server:
 
     def complete(self, ids, max_tokens):
         body = json.dumps({"prompt": ids, "max_tokens": max_tokens, "temperature": 0}).encode()
+        print(f"request: {len(ids)} prompt tokens, {max_tokens} to generate", file=sys.stderr)
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}/v1/completions", data=body,
                                      headers={"Authorization": "Bearer bench"})
-        return json.load(urllib.request.urlopen(req, timeout=7200))
+        try:
+            return json.load(urllib.request.urlopen(req, timeout=7200))
+        except urllib.error.HTTPError as e:
+            self.stop()
+            raise SystemExit(f"request failed: {e.code} {e.read().decode()}")
 
     def stop(self):
         self.proc.terminate(); self.proc.wait(); self.log.close()
@@ -76,9 +81,18 @@ def disk_read_gbps():
     return statistics.median(speeds)
 
 
+def vocab_size():
+    # Ordinary (non-special) tokens of the tokenizer: every id below is a valid prompt token.
+    with open(os.path.join(model, "tokenizer.json")) as f:
+        return len(json.load(f)["model"]["vocab"])
+
+
+VOCAB = vocab_size()
+
+
 def prompt_ids(n, seed):
     # Token ids spread over the vocabulary, deterministic per seed (no tokenizer needed).
-    return [(seed * 7919 + i * 104729) % 150000 + 1000 for i in range(n)]
+    return [(seed * 7919 + i * 104729) % (VOCAB - 256) + 256 for i in range(n)]
 
 
 def rm_store():

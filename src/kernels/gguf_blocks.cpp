@@ -43,17 +43,11 @@ const TypeInfo& info(GgufType t) {
   return kTypes[0];
 }
 
-float half_at(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16_to_float(h);
-}
-
 // --- 32-value formats: block = d (f16) [, m (f16)] [, 32 high bits] , 16 nibble bytes. Byte j
 // holds value j in its low nibble and value j + 16 in its high nibble.
 
 void dequant_q4_0(const uint8_t* b, float* y) {
-  const float d = half_at(b);
+  const float d = gguf_half_at(b);
   const uint8_t* qs = b + 2;
   for (int j = 0; j < kQK / 2; ++j) {
     y[j] = d * (int(qs[j] & 0x0f) - 8);
@@ -62,7 +56,7 @@ void dequant_q4_0(const uint8_t* b, float* y) {
 }
 
 void dequant_q4_1(const uint8_t* b, float* y) {
-  const float d = half_at(b), m = half_at(b + 2);
+  const float d = gguf_half_at(b), m = gguf_half_at(b + 2);
   const uint8_t* qs = b + 4;
   for (int j = 0; j < kQK / 2; ++j) {
     y[j] = d * (qs[j] & 0x0f) + m;
@@ -81,44 +75,31 @@ void five_bit_codes(const uint8_t* qh_bytes, const uint8_t* qs, int* codes) {
 }
 
 void dequant_q5_0(const uint8_t* b, float* y) {
-  const float d = half_at(b);
+  const float d = gguf_half_at(b);
   int codes[kQK];
   five_bit_codes(b + 2, b + 6, codes);
   for (int j = 0; j < kQK; ++j) y[j] = d * (codes[j] - 16);
 }
 
 void dequant_q5_1(const uint8_t* b, float* y) {
-  const float d = half_at(b), m = half_at(b + 2);
+  const float d = gguf_half_at(b), m = gguf_half_at(b + 2);
   int codes[kQK];
   five_bit_codes(b + 4, b + 8, codes);
   for (int j = 0; j < kQK; ++j) y[j] = d * codes[j] + m;
 }
 
 void dequant_q8_0(const uint8_t* b, float* y) {
-  const float d = half_at(b);
+  const float d = gguf_half_at(b);
   for (int j = 0; j < kQK; ++j) y[j] = d * int8_t(b[2 + j]);
 }
 
 // --- K-quants: 256-value super-blocks of 16 or 8 sub-blocks with their own small scales.
 
-// Q4_K / Q5_K pack eight 6-bit scales and eight 6-bit mins into 12 bytes: sub-blocks 0-3 use the
-// low 6 bits of bytes 0-3 (scale) and 4-7 (min); sub-blocks 4-7 take their low nibbles from
-// bytes 8-11 and their top two bits from the spare top bits of bytes 0-7.
-void scale_min_k4(int j, const uint8_t* q, int* scale, int* min) {
-  if (j < 4) {
-    *scale = q[j] & 63;
-    *min = q[j + 4] & 63;
-  } else {
-    *scale = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
-    *min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
 // Layout: scales[16] (low nibble scale, high nibble min), qs[64] (2-bit codes), d, dmin.
 void dequant_q2_k(const uint8_t* b, float* y) {
   const uint8_t* scales = b;
   const uint8_t* q = b + 16;
-  const float d = half_at(b + 80), dmin = half_at(b + 82);
+  const float d = gguf_half_at(b + 80), dmin = gguf_half_at(b + 82);
   int is = 0;
   for (int half = 0; half < 2; ++half, q += 32) {
     // Each 32-byte chunk holds 128 values: 4 bit-planes of 2 bits, each plane two sub-blocks.
@@ -138,7 +119,7 @@ void dequant_q3_k(const uint8_t* b, float* y) {
   const uint8_t* hmask = b;
   const uint8_t* q = b + 32;
   const uint8_t* packed = b + 96;
-  const float d = half_at(b + 108);
+  const float d = gguf_half_at(b + 108);
   // Scale i: low 4 bits from the low nibble of byte i (i < 8) or the high nibble of byte i - 8;
   // top two bits from bits 2 * (i / 4) of byte 8 + i % 4.
   int scales[16];
@@ -164,13 +145,13 @@ void dequant_q3_k(const uint8_t* b, float* y) {
 
 // Layout: d, dmin, scales[12], qs[128]: 4 chunks of 64 values, low nibbles then high nibbles.
 void dequant_q4_k(const uint8_t* b, float* y) {
-  const float d = half_at(b), dmin = half_at(b + 2);
+  const float d = gguf_half_at(b), dmin = gguf_half_at(b + 2);
   const uint8_t* packed = b + 4;
   const uint8_t* q = b + 16;
   for (int chunk = 0; chunk < 4; ++chunk, q += 32) {
     for (int nib = 0; nib < 2; ++nib) {
       int sc, mn;
-      scale_min_k4(2 * chunk + nib, packed, &sc, &mn);
+      gguf_scale_min_k4(2 * chunk + nib, packed, &sc, &mn);
       const float dl = d * sc, ml = dmin * mn;
       for (int l = 0; l < 32; ++l) *y++ = dl * ((q[l] >> (4 * nib)) & 0x0f) - ml;
     }
@@ -179,14 +160,14 @@ void dequant_q4_k(const uint8_t* b, float* y) {
 
 // Layout: d, dmin, scales[12], qh[32] (fifth bits, bit 2*chunk + nib of byte l), qs[128].
 void dequant_q5_k(const uint8_t* b, float* y) {
-  const float d = half_at(b), dmin = half_at(b + 2);
+  const float d = gguf_half_at(b), dmin = gguf_half_at(b + 2);
   const uint8_t* packed = b + 4;
   const uint8_t* qh = b + 16;
   const uint8_t* q = b + 48;
   for (int chunk = 0; chunk < 4; ++chunk, q += 32) {
     for (int nib = 0; nib < 2; ++nib) {
       int sc, mn;
-      scale_min_k4(2 * chunk + nib, packed, &sc, &mn);
+      gguf_scale_min_k4(2 * chunk + nib, packed, &sc, &mn);
       const float dl = d * sc, ml = dmin * mn;
       const int bit = 2 * chunk + nib;
       for (int l = 0; l < 32; ++l) {
@@ -204,7 +185,7 @@ void dequant_q6_k(const uint8_t* b, float* y) {
   const uint8_t* ql = b;
   const uint8_t* qh = b + 128;
   const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-  const float d = half_at(b + 208);
+  const float d = gguf_half_at(b + 208);
   for (int half = 0; half < 2; ++half, ql += 64, qh += 32, sc += 8, y += 128) {
     for (int l = 0; l < 32; ++l) {
       for (int k = 0; k < 4; ++k) {

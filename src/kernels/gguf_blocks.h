@@ -7,9 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "kernels/scalar_type.h"
 
 namespace qmlx {
 
@@ -49,5 +52,26 @@ inline size_t gguf_bytes(GgufType t, size_t n) {
 
 // Decodes n values (a multiple of the block size) stored as type t.
 void gguf_dequantize(GgufType t, const uint8_t* src, size_t n, float* out);
+
+// Block fields shared by the scalar decoder and the fast kernels (kernels/gguf_gemv.cpp).
+// The f16 at p (blocks store their scales as IEEE half, little-endian).
+inline float gguf_half_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return f16_to_float(h);
+}
+
+// Q4_K / Q5_K pack eight 6-bit scales and eight 6-bit mins into 12 bytes: sub-blocks 0-3 use the
+// low 6 bits of bytes 0-3 (scale) and 4-7 (min); sub-blocks 4-7 take their low nibbles from
+// bytes 8-11 and their top two bits from the spare top bits of bytes 0-7.
+inline void gguf_scale_min_k4(int j, const uint8_t* q, int* scale, int* min) {
+  if (j < 4) {
+    *scale = q[j] & 63;
+    *min = q[j + 4] & 63;
+  } else {
+    *scale = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
+    *min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
 
 }  // namespace qmlx

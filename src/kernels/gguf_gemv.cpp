@@ -14,12 +14,6 @@ constexpr int kSuper = 256;  // K-quant super-block
 
 using simd::hsum;
 
-inline float half_at(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16_to_float(h);
-}
-
 inline __m256i load_x(const int16_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
@@ -39,21 +33,10 @@ float dot_q8_0(const uint8_t* row, int blocks, const Int16Activations& in) {
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 18)));
     const __m256i acc =
         _mm256_add_epi32(_mm256_madd_epi16(q0, load_x(x)), _mm256_madd_epi16(q1, load_x(x + 16)));
-    total =
-        _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(half_at(row) * in.steps[b]), total);
+    total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc),
+                            _mm256_set1_ps(gguf_half_at(row) * in.steps[b]), total);
   }
   return hsum(total);
-}
-
-// Q4_K's eight 6-bit scales and mins (the same unpacking as kernels/gguf_blocks.cpp).
-inline void scale_min_k4(int j, const uint8_t* q, int* scale, int* min) {
-  if (j < 4) {
-    *scale = q[j] & 63;
-    *min = q[j + 4] & 63;
-  } else {
-    *scale = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
-    *min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
 }
 
 // Q4_K: f16 d, f16 dmin, scales[12], qs[128]; sub-block j (32 values) is
@@ -63,7 +46,7 @@ float dot_q4_k(const uint8_t* row, int supers, const Int16Activations& in) {
   __m256 total = _mm256_setzero_ps();
   float mins = 0.f;
   for (int s = 0; s < supers; ++s, row += 144) {
-    const float d = half_at(row), dmin = half_at(row + 2);
+    const float d = gguf_half_at(row), dmin = gguf_half_at(row + 2);
     const uint8_t* q = row + 16;
     for (int pair = 0; pair < 4; ++pair, q += 32) {
       const int j = 2 * pair, g = s * 8 + j;  // activation groups g and g + 1
@@ -76,8 +59,8 @@ float dot_q4_k(const uint8_t* row, int supers, const Int16Activations& in) {
           _mm256_add_epi32(_mm256_madd_epi16(_mm256_srli_epi16(b0, 4), load_x(x + 32)),
                            _mm256_madd_epi16(_mm256_srli_epi16(b1, 4), load_x(x + 48)));
       int sc0, m0, sc1, m1;
-      scale_min_k4(j, row + 4, &sc0, &m0);
-      scale_min_k4(j + 1, row + 4, &sc1, &m1);
+      gguf_scale_min_k4(j, row + 4, &sc0, &m0);
+      gguf_scale_min_k4(j + 1, row + 4, &sc1, &m1);
       total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_set1_ps(d * sc0 * in.steps[g]), total);
       total =
           _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), _mm256_set1_ps(d * sc1 * in.steps[g + 1]), total);
@@ -95,7 +78,7 @@ float dot_q6_k(const uint8_t* row, int supers, const Int16Activations& in) {
                 bias = _mm256_set1_epi16(32);
   __m256 total = _mm256_setzero_ps();
   for (int s = 0; s < supers; ++s, row += 210) {
-    const float d = half_at(row + 208);
+    const float d = gguf_half_at(row + 208);
     const int8_t* sc = reinterpret_cast<const int8_t*>(row + 192);
     for (int half = 0; half < 2; ++half) {
       const uint8_t* ql = row + 64 * half;

@@ -41,6 +41,19 @@ httplib::Server::HandlerResponse check_body_size(State& state, const httplib::Re
   return httplib::Server::HandlerResponse::Unhandled;
 }
 
+// `curl -d` and Python's urllib label any body application/x-www-form-urlencoded, and httplib
+// caps such bodies at 8 KB (CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH, compiled into
+// Debian's library): every real conversation would get a 413. Every POST route here takes JSON,
+// so the label is corrected before httplib reads the body. The Request is httplib's own
+// non-const local, handed to the pre-routing handler as const.
+void treat_form_bodies_as_json(const httplib::Request& req) {
+  auto& headers = const_cast<httplib::Headers&>(req.headers);
+  auto it = headers.find("Content-Type");
+  if (it != headers.end() && it->second.rfind("application/x-www-form-urlencoded", 0) == 0) {
+    it->second = "application/json";
+  }
+}
+
 // Fills httplib's own bodiless error responses (404 no route, 413 chunked body too big...).
 // Answers Handled for any whole body: on the paths that skip routing (the answer to
 // `Expect: 100-continue`) that is what makes httplib send a Content-Length, without which the
@@ -196,6 +209,7 @@ ApiServer::ApiServer(ServerOptions options, MetricsRegistry& registry, ApiServer
   State& state = *state_;
   http_->set_payload_max_length(size_t(state.options.max_body_mb) << 20);
   http_->set_pre_routing_handler([&state](const httplib::Request& req, httplib::Response& res) {
+    treat_form_bodies_as_json(req);
     return check_body_size(state, req, res);
   });
   // Clients that ask first (Expect: 100-continue, as curl does for big bodies) get the 413

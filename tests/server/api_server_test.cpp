@@ -174,6 +174,17 @@ TEST_F(ApiServerTest, ChatReturnsTheScriptWithUsageAndTimings) {
   EXPECT_EQ(hooks_.generation_ends, 1);
 }
 
+TEST_F(ApiServerTest, LargeBodyLabelledAsAFormIsReadAsJson) {
+  // curl -d and urllib send application/x-www-form-urlencoded; httplib would cap that at 8 KB.
+  start({.script = "ok", .context_length = 40000});
+  json body = chat(std::string(12000, 'x'));
+  auto res = client_->Post("/v1/chat/completions", {{"Authorization", "Bearer test"}}, body.dump(),
+                           "application/x-www-form-urlencoded");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(json::parse(res->body)["choices"][0]["message"]["content"], "ok");
+}
+
 TEST_F(ApiServerTest, StreamedChatConcatenatesToTheWholeReply) {
   start({.script = "Hello world"});
   auto res =
