@@ -56,7 +56,16 @@ std::optional<CacheConfig> serve_cache_config(const server::ServerOptions& optio
                                                          : options.cache_config_path;
   ParsedCacheConfig parsed = parse_cache_config({{"cache", options.cache_config}}, source);
   for (const std::string& warning : parsed.warnings) log_warn(warning);
-  if (options.disk_kv_restore || options.deltanet_state_aware) parsed.config.disk_kv_cache = true;
+  // The qMLX flag switches the disk tier on, except against an explicit "disk_kv_cache": false
+  // in the file: that is how a cold baseline is configured, and it must stay cold.
+  if (options.disk_kv_restore || options.deltanet_state_aware) {
+    if (options.cache_config.contains("disk_kv_cache") && !parsed.config.disk_kv_cache) {
+      log_warn("--disk-kv-restore / deltanet_state_aware ignored: " + source +
+               " sets \"disk_kv_cache\": false");
+    } else {
+      parsed.config.disk_kv_cache = true;
+    }
+  }
   if (!parsed.config.enabled()) {
     log_info("cache: off (memory_prefix_cache and disk_kv_cache are false)");
     return std::nullopt;

@@ -28,11 +28,11 @@ config "$work/both.json" true true
 config "$work/disk.json" false true
 config "$work/off.json" false false
 
-start_server() {  # start_server MODEL CONFIG LOG
+start_server() {  # start_server MODEL CONFIG LOG [FLAGS...]
   port=$(free_port)
   metrics=$(free_port)
   "$qmlx" serve --model "$1" --cache-config "$2" --port "$port" --metrics-port "$metrics" \
-    --api-key k 2>"$3" &
+    --api-key k "${@:4}" 2>"$3" &
   server_pid=$!
   for _ in $(seq 1 300); do
     [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health" || true) == 200 ]] &&
@@ -140,11 +140,12 @@ read -r cached _ text < <(chat "$work/r6.json")
 stop_server
 echo "ok corruption: rejected, quarantined, counted, cold answer, recovered"
 
-# 7. Both tiers off: nothing at all is reused.
-start_server "$work/model-a" "$work/off.json" "$work/off.log"
+# 7. Both tiers off: nothing at all is reused, even with the qMLX flag that turns the disk on.
+start_server "$work/model-a" "$work/off.json" "$work/off.log" --disk-kv-restore
 chat "$work/r7.json" >/dev/null
 read -r cached _ text < <(chat "$work/r8.json")
 [[ $cached == 0 && $text == "$cold_text" ]] || fail "cold baseline reused something"
 grep -q 'cache: off' "$work/off.log" || fail "cache off not logged"
+grep -q 'disk-kv-restore / deltanet_state_aware ignored' "$work/off.log" || fail "flag not explained"
 stop_server
 echo "ok cold baseline: both tiers off"
