@@ -10,13 +10,14 @@ In one run, against the real `qmlx serve`:
     and off (both tiers off);
   * disk bytes held after a 20-turn conversation against the sum of full copies (what a
     cache that copies the whole state at every checkpoint would write).
-Usage: bench/cache/cache_bench.py QMLX MODEL_DIR WORK_DIR [PROMPT_TOKENS ...]
+Usage: bench/cache/cache_bench.py QMLX MODEL_DIR WORK_DIR [PROMPT_TOKENS ...] [--ttft-only]
 Prints a Markdown report; medians where runs repeat.
 """
 import json, os, socket, statistics, subprocess, sys, time, urllib.error, urllib.request
 
 qmlx, model, work = sys.argv[1], sys.argv[2], sys.argv[3]
-lengths = [int(n) for n in sys.argv[4:]] or [1024, 4096]
+ttft_only = "--ttft-only" in sys.argv[4:]  # just the cold/warm table (long prompts take long)
+lengths = [int(n) for n in sys.argv[4:] if n != "--ttft-only"] or [1024, 4096]
 store = os.path.join(work, "store")
 os.makedirs(work, exist_ok=True)
 
@@ -124,6 +125,10 @@ for n in lengths:
                f"{cold['ttft_ms']/max(warm['ttft_ms'],1e-9):.0f}x | {c['restore_bytes']/2**20:.1f} MiB | "
                f"{restore_ms:.1f} (read {c['read_ms']:.1f}, verify {c['verify_ms']:.1f}, install "
                f"{c['install_ms']:.1f}) | {gbps:.2f} | {disk:.2f} |")
+
+if ttft_only:
+    print("\n".join(out))
+    sys.exit(0)
 
 # Decode with checkpoints on vs off.
 decode = {}

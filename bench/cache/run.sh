@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cache benchmark on the Qwen3.5-0.8B-shaped model (MLX 8-bit): cold vs warm TTFT with the
 # restore's GB/s beside the disk's, decode with checkpoints on vs off, disk bytes of a 20-turn
-# conversation vs full copies. Usage: bench/cache/run.sh [BUILD_DIR] [PROMPT_TOKENS ...]
+# conversation vs full copies. Usage: bench/cache/run.sh [BUILD_DIR] [PROMPT_TOKENS ...] [--ttft-only]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$root/build}"
