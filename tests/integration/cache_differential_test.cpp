@@ -13,6 +13,7 @@
 #include "base/logging.h"
 #include "server/options.h"
 #include "server/runtime_loader.h"
+#include "server/canonical_history.h"
 #include "tests/integration/turn_harness.h"
 
 namespace qmlx::testing {
@@ -120,7 +121,7 @@ void run_branches(const std::string& root, modelgen::Arch arch, int branches, ui
           }
           [[fallthrough]];
         default:  // the reply (possibly cut short) goes into the history, then a new message
-          messages.push_back(reply_message(w.reply));
+          messages.push_back(server::assistant_message(w.reply));
           messages.push_back({{"role", "user"}, {"content", pick.words(2, 25)}});
       }
       switch (pick.pick(8)) {

@@ -12,6 +12,7 @@
 #include "base/logging.h"
 #include "server/options.h"
 #include "server/runtime_loader.h"
+#include "server/canonical_history.h"
 #include "tests/integration/turn_harness.h"
 
 namespace qmlx::testing {
@@ -106,7 +107,7 @@ TEST_F(SilentFailures, IntervalFloodNeverEvictsTheNextTurnsSnapshot) {
   // The next turn edits nothing before the last user message: it needs the message boundary.
   const int64_t boundary =
       runtime_->render_chat(messages, {}, true, ordered_json::object()).last_message_end;
-  messages.push_back(reply_message(first.reply));
+  messages.push_back(server::assistant_message(first.reply));
   messages.push_back({{"role", "user"}, {"content", "And the tests?"}});
   TurnResult second = warm.chat(messages, {}, 4);
   EXPECT_GE(second.stats.cached_tokens, boundary) << second.stats.cache.kind;

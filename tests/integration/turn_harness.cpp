@@ -5,7 +5,6 @@
 
 #include "cache/hash.h"
 #include "modelgen/model_writer.h"
-#include "server/canonical_history.h"
 #include "server/options.h"
 #include "server/runtime_loader.h"
 
@@ -125,10 +124,6 @@ TurnResult TurnHarness::run(server::GenerationRequest request, server::RenderedP
   }
   engine.join();
   return result;
-}
-
-nlohmann::ordered_json reply_message(const ParsedOutput& reply) {
-  return server::assistant_message(reply);
 }
 
 }  // namespace qmlx::testing

@@ -72,7 +72,4 @@ class TurnHarness {
   uint64_t next_uid_ = 1;
 };
 
-// The reply as an agent appends it to its history.
-nlohmann::ordered_json reply_message(const ParsedOutput& reply);
-
 }  // namespace qmlx::testing
