@@ -6,7 +6,7 @@
 //   - decode GEMV (T = 1) on MLX affine 8/4-bit and GGUF Q8_0/Q4_K/Q6_K matrices of Qwen3.5-0.8B's
 //   MLP shape, enough of
 //     them that the weights stream from memory: GB/s read and fraction of the bandwidth;
-//   - prefill GEMM (T = 512): GFLOP/s, and GFLOP per CPU-second against the per-core peak.
+//   - prefill GEMM (T = 512 and 2048): GFLOP/s, and GFLOP per CPU-second against the per-core peak.
 //   qmlx_kernel_bench [threads=2] [bandwidth]   ("bandwidth": print only the GB/s figure)
 #include <immintrin.h>
 
@@ -227,7 +227,8 @@ int main(int argc, char** argv) {
   bench_gemv(4, bandwidth);
   for (auto t : {qmlx::GgufType::kQ8_0, qmlx::GgufType::kQ4_K, qmlx::GgufType::kQ6_K})
     bench_gguf_gemv(t, bandwidth);
-  for (int bits : {8, 4}) bench_gemm(bits, 512, fma);
+  for (int T : {512, 2048})
+    for (int bits : {8, 4}) bench_gemm(bits, T, fma);
   bench_gemm(6, 512, fma);
   return 0;
 }
