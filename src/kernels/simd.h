@@ -13,4 +13,27 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// e^x for 8 lanes (Cephes' expf: x = n ln2 + r, degree-6 polynomial in r; within 2 ulp of
+// std::exp on [-87, 88]). Lanes below -87, -inf included, give exactly 0, which the
+// attention's masked scores rely on.
+inline __m256 exp(__m256 x) {
+  const __m256 lower = _mm256_set1_ps(-87.f);
+  const __m256 underflow = _mm256_cmp_ps(x, lower, _CMP_LT_OQ);
+  x = _mm256_min_ps(_mm256_max_ps(x, lower), _mm256_set1_ps(88.f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.f)));
+  const __m256i scale =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_andnot_ps(underflow, _mm256_mul_ps(p, _mm256_castsi256_ps(scale)));
+}
+
 }  // namespace qmlx::simd

@@ -2,12 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "kernels/activations.h"
 #include "kernels/attention.h"
 #include "kernels/causal_conv.h"
 #include "kernels/norms.h"
 #include "kernels/rope.h"
+#include "kernels/simd.h"
 #include "test_util.h"
 
 namespace qmlx {
@@ -134,6 +136,58 @@ TEST(AttentionTest, CausalGqaMatchesNaive) {
   AttentionShape s{T, Nh, Nkv, D, pos0, 1.f / std::sqrt(float(D))};
   attention(s, q.data(), k.data(), v.data(), ScalarType::kF32, out.data());
   EXPECT_LT(relative_error(out, naive_attention(q, k, v, T, Nh, Nkv, D, pos0)), 1e-5);
+}
+
+TEST(VectorExpTest, CloseToStdExpAndZeroForMaskedScores) {
+  for (float x = -86.9f; x < 88.f; x += 0.0137f) {
+    float lanes[8];
+    _mm256_storeu_ps(lanes, simd::exp(_mm256_set1_ps(x)));
+    ASSERT_NEAR(lanes[0], std::exp(x), 4e-7f * std::exp(x)) << x;
+  }
+  for (float x : {-87.5f, -1000.f, -std::numeric_limits<float>::infinity()}) {
+    float lanes[8];
+    _mm256_storeu_ps(lanes, simd::exp(_mm256_set1_ps(x)));
+    EXPECT_EQ(lanes[0], 0.f) << x;
+  }
+}
+
+// Prompts longer than a key block (64) and a query block, a head size that is not a multiple
+// of 16, and decode's single-row path.
+TEST(AttentionTest, LongBlocksAndSingleRowMatchNaive) {
+  const int Nh = 8, Nkv = 2, D = 40;
+  for (auto [T, pos0] : {std::pair{150, 37}, std::pair{1, 200}, std::pair{2, 63}}) {
+    const int P = pos0 + T;
+    auto q = random_vector(size_t(T) * Nh * D, 20 + T), k = random_vector(size_t(P) * Nkv * D, 21),
+         v = random_vector(size_t(P) * Nkv * D, 22);
+    std::vector<float> out(q.size());
+    AttentionShape s{T, Nh, Nkv, D, pos0, 1.f / std::sqrt(float(D))};
+    attention(s, q.data(), k.data(), v.data(), ScalarType::kF32, out.data());
+    EXPECT_LT(relative_error(out, naive_attention(q, k, v, T, Nh, Nkv, D, pos0)), 1e-5)
+        << "T=" << T << " pos0=" << pos0;
+  }
+}
+
+// A query row's result must not depend on how the prompt was cut into prefill chunks: the
+// cache's warm == cold guarantee prefills the same tokens in different pieces.
+TEST(AttentionTest, ChunkingDoesNotChangeAnyBit) {
+  const int T = 181, Nh = 4, Nkv = 1, D = 32;
+  auto q = random_vector(size_t(T) * Nh * D, 30), k = random_vector(size_t(T) * Nkv * D, 31),
+       v = random_vector(size_t(T) * Nkv * D, 32);
+  std::vector<uint16_t> kb(k.size()), vb(v.size());
+  convert_from_float(k.data(), k.size(), ScalarType::kBF16, kb.data());
+  convert_from_float(v.data(), v.size(), ScalarType::kBF16, vb.data());
+  std::vector<float> whole(q.size()), pieces(q.size());
+  AttentionShape s{T, Nh, Nkv, D, 0, 1.f / std::sqrt(float(D))};
+  attention(s, q.data(), kb.data(), vb.data(), ScalarType::kBF16, whole.data());
+  int done = 0;
+  for (int n : {7, 64, 3, 100, 7}) {
+    AttentionShape piece{n, Nh, Nkv, D, done, s.scale};
+    attention(piece, q.data() + size_t(done) * Nh * D, kb.data(), vb.data(), ScalarType::kBF16,
+              pieces.data() + size_t(done) * Nh * D);
+    done += n;
+  }
+  ASSERT_EQ(done, T);
+  EXPECT_EQ(whole, pieces);
 }
 
 TEST(AttentionTest, Bf16CacheReadsRoundedValues) {
