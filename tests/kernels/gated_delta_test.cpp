@@ -36,9 +36,11 @@ struct Problem {
   }
 };
 
-Problem make_problem(int T, uint64_t seed) {
+Problem make_problem(int T, uint64_t seed, int Dk = 16, int Dv = 8) {
   Problem p;
   p.T = T;
+  p.Dk = Dk;
+  p.Dv = Dv;
   p.rows = random_vector(size_t(T) * p.stride(), seed);
   for (int t = 0; t < T; ++t)
     for (int h = 0; h < 2 * p.Hk; ++h)  // L2-normalised q and k, q scaled
@@ -85,9 +87,16 @@ std::vector<double> naive(const Problem& p, std::vector<double>& state) {
   return out;
 }
 
-TEST(GatedDeltaTest, RecurrentAndChunkedMatchNaiveAcrossChunks) {
+class GatedDeltaTest : public ::testing::TestWithParam<std::pair<int, int>> {};
+
+// Head sizes (Dk, Dv) that are and are not multiples of the register tile's 16 columns.
+INSTANTIATE_TEST_SUITE_P(HeadSizes, GatedDeltaTest,
+                         ::testing::Values(std::pair{16, 8}, std::pair{24, 20},
+                                           std::pair{128, 128}));
+
+TEST_P(GatedDeltaTest, RecurrentAndChunkedMatchNaiveAcrossChunks) {
   // 150 tokens: two full chunks and a partial one, starting from a non-zero state.
-  Problem p = make_problem(150, 21);
+  Problem p = make_problem(150, 21, GetParam().first, GetParam().second);
   auto initial = random_vector(size_t(p.Hv) * p.Dv * p.Dk, 30, 0.3f);
   std::vector<double> expected_state(initial.begin(), initial.end());
   auto expected = naive(p, expected_state);
@@ -103,8 +112,8 @@ TEST(GatedDeltaTest, RecurrentAndChunkedMatchNaiveAcrossChunks) {
   }
 }
 
-TEST(GatedDeltaTest, ChunkedEqualsRecurrentOnSingleToken) {
-  Problem p = make_problem(1, 40);
+TEST_P(GatedDeltaTest, ChunkedEqualsRecurrentOnSingleToken) {
+  Problem p = make_problem(1, 40, GetParam().first, GetParam().second);
   std::vector<float> s1(size_t(p.Hv) * p.Dv * p.Dk, 0.f), s2 = s1, o1(p.Hv * p.Dv), o2 = o1;
   gated_delta_recurrent(p.inputs(), s1.data(), o1.data());
   gated_delta_chunked(p.inputs(), s2.data(), o2.data());
