@@ -2,10 +2,31 @@
 
 #include <algorithm>
 
+#include "kernels/simd.h"
+
 namespace qmlx {
+namespace {
+
+// silu(x) = x / (1 + e^-x) for 8 lanes; for x below -88 e^-x saturates and the result is a
+// tiny negative number where the exact one underflows to (almost) zero.
+__m256 silu8(__m256 x) {
+  const __m256 e = simd::exp(_mm256_sub_ps(_mm256_setzero_ps(), x));
+  return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.f), e));
+}
+
+}  // namespace
 
 void silu_mul(float* a, const float* b, size_t n) {
-  for (size_t i = 0; i < n; ++i) a[i] = silu(a[i]) * b[i];
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(a + i, _mm256_mul_ps(silu8(_mm256_loadu_ps(a + i)), _mm256_loadu_ps(b + i)));
+  for (; i < n; ++i) a[i] = silu(a[i]) * b[i];
+}
+
+void silu_in_place(float* a, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(a + i, silu8(_mm256_loadu_ps(a + i)));
+  for (; i < n; ++i) a[i] = silu(a[i]);
 }
 
 void softmax(float* x, size_t n) {

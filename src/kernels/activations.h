@@ -13,6 +13,8 @@ inline float softplus(float x) { return x > 20.f ? x : std::log1p(std::exp(x)); 
 
 // a[i] = silu(a[i]) * b[i]: the SwiGLU combination.
 void silu_mul(float* a, const float* b, size_t n);
+// a[i] = silu(a[i]).
+void silu_in_place(float* a, size_t n);
 
 // In place, numerically stable (max subtracted).
 void softmax(float* x, size_t n);

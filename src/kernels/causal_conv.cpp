@@ -22,7 +22,7 @@ void causal_conv1d_silu(const float* x, size_t x_stride, int T, int C, int K, co
       const float* wj = w + size_t(j) * C;
       for (int c = 0; c < C; ++c) o[c] += wj[c] * in[c];
     }
-    for (int c = 0; c < C; ++c) o[c] = silu(o[c]);
+    silu_in_place(o, C);
   }
   // New state: the last K-1 rows of [state; x].
   std::vector<float> next(size_t(K - 1) * C);

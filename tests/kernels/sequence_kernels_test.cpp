@@ -151,6 +151,16 @@ TEST(VectorExpTest, CloseToStdExpAndZeroForMaskedScores) {
   }
 }
 
+TEST(ActivationsTest, SiluMulMatchesDoubleOverTheWholeRange) {
+  std::vector<float> a, b;
+  for (float x = -120.f; x < 120.f; x += 0.173f) a.push_back(x), b.push_back(0.5f + x * 0.01f);
+  std::vector<double> expected(a.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    expected[i] = double(a[i]) / (1 + std::exp(-double(a[i]))) * b[i];
+  silu_mul(a.data(), b.data(), a.size());  // 1387 values: the vector body and a scalar tail
+  EXPECT_LT(relative_error(a, expected), 1e-6);
+}
+
 // Prompts longer than a key block (64) and a query block, a head size that is not a multiple
 // of 16, and decode's single-row path.
 TEST(AttentionTest, LongBlocksAndSingleRowMatchNaive) {
