@@ -41,8 +41,9 @@ struct CacheLookupResult {
 
 // The conversation as the chat template will render it in the next turn, up to where that turn
 // adds its new message (the reply re-rendered as history: stripped reasoning, normalised tool
-// calls). Computed lazily, in idle time; empty when the route has no conversation.
-using CanonicalHistory = std::function<std::vector<int32_t>()>;
+// calls), once for each role the next message may have, likeliest first. Computed lazily, in
+// idle time; empty when the route has no conversation.
+using CanonicalHistory = std::function<std::vector<std::vector<int32_t>>()>;
 
 class CacheHooks {
  public:

@@ -8,10 +8,13 @@ namespace {
 
 using ordered_json = nlohmann::ordered_json;
 
+enum class NextRole { kUser, kTool };
+
 // The message that will follow the reply, with a placeholder body.
-ordered_json next_message(const ParsedOutput& reply, const std::string& body) {
-  if (reply.tool_calls.empty()) return {{"role", "user"}, {"content", body}};
-  return {{"role", "tool"}, {"tool_call_id", reply.tool_calls.front().id}, {"content", body}};
+ordered_json next_message(const ParsedOutput& reply, NextRole role, const std::string& body) {
+  if (role == NextRole::kUser) return {{"role", "user"}, {"content", body}};
+  const std::string id = reply.tool_calls.empty() ? "call_0" : reply.tool_calls.front().id;
+  return {{"role", "tool"}, {"tool_call_id", id}, {"content", body}};
 }
 
 std::string render_text(const ModelRuntime& runtime, const ordered_json& messages,
@@ -41,15 +44,11 @@ ordered_json assistant_message(const ParsedOutput& reply) {
   return message;
 }
 
-std::vector<int32_t> render_canonical_history(const ModelRuntime& runtime,
-                                              const ordered_json& messages,
-                                              const ordered_json& tools,
-                                              const ordered_json& kwargs,
-                                              const ParsedOutput& reply) {
-  if (reply.content.empty() && reply.reasoning.empty() && reply.tool_calls.empty()) return {};
-  if (!runtime.tokenizer) return {};
-  auto marker = runtime.tokenizer->token_id("<|im_start|>");
-  if (!marker) return {};
+namespace {
+
+std::vector<int32_t> render_before(const ModelRuntime& runtime, const ordered_json& messages,
+                                   const ordered_json& tools, const ordered_json& kwargs,
+                                   const ParsedOutput& reply, NextRole role, int32_t marker) {
   // Two renderings that differ only in the next message's body: their common text is the
   // history as the next turn shows it, whatever the template does to the reply.
   std::string texts[2];
@@ -57,7 +56,7 @@ std::vector<int32_t> render_canonical_history(const ModelRuntime& runtime,
   for (int i = 0; i < 2; ++i) {
     ordered_json conversation = messages;
     conversation.push_back(assistant_message(reply));
-    conversation.push_back(next_message(reply, bodies[i]));
+    conversation.push_back(next_message(reply, role, bodies[i]));
     try {
       texts[i] = render_text(runtime, conversation, tools, kwargs);
     } catch (const std::exception&) {
@@ -68,9 +67,35 @@ std::vector<int32_t> render_canonical_history(const ModelRuntime& runtime,
   std::string common(texts[0].begin(), split.first);
   // Cut before the next message's opening marker: a special token, so the text before it
   // tokenizes the same whatever follows.
-  size_t cut = common.rfind(runtime.tokenizer->token_text(*marker));
+  size_t cut = common.rfind(runtime.tokenizer->token_text(marker));
   if (cut == std::string::npos || cut == 0) return {};
   return runtime.tokenizer->encode(std::string_view(common).substr(0, cut));
+}
+
+}  // namespace
+
+std::vector<std::vector<int32_t>> render_canonical_histories(const ModelRuntime& runtime,
+                                                             const ordered_json& messages,
+                                                             const ordered_json& tools,
+                                                             const ordered_json& kwargs,
+                                                             const ParsedOutput& reply) {
+  if (reply.content.empty() && reply.reasoning.empty() && reply.tool_calls.empty()) return {};
+  if (!runtime.tokenizer) return {};
+  auto marker = runtime.tokenizer->token_id("<|im_start|>");
+  if (!marker) return {};
+  // A tool result follows tool calls and a user message follows anything else, but clients
+  // break that rule (a user who rejects a tool call, an agent that feeds back a command's
+  // output after a plain reply), and Qwen's templates render the reply differently for each:
+  // a user message makes the reply's reasoning old and strips it.
+  const NextRole likely = reply.tool_calls.empty() ? NextRole::kUser : NextRole::kTool;
+  const NextRole other = likely == NextRole::kUser ? NextRole::kTool : NextRole::kUser;
+  std::vector<std::vector<int32_t>> histories;
+  for (NextRole role : {likely, other}) {
+    auto ids = render_before(runtime, messages, tools, kwargs, reply, role, *marker);
+    if (!ids.empty() && std::find(histories.begin(), histories.end(), ids) == histories.end())
+      histories.push_back(std::move(ids));
+  }
+  return histories;
 }
 
 }  // namespace qmlx::server

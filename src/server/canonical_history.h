@@ -19,12 +19,13 @@ namespace qmlx::server {
 nlohmann::ordered_json assistant_message(const ParsedOutput& reply);
 
 // Token ids of `messages` + the reply, rendered as history, up to the start of the message that
-// will follow it (a user message, or a tool result after tool calls). Empty when the template
-// gives no stable point or the reply is empty.
-std::vector<int32_t> render_canonical_history(const ModelRuntime& runtime,
-                                              const nlohmann::ordered_json& messages,
-                                              const nlohmann::ordered_json& tools,
-                                              const nlohmann::ordered_json& kwargs,
-                                              const ParsedOutput& reply);
+// will follow it, once for each role that message may have (the likelier first: a tool result
+// after tool calls, else a user message; equal renderings once). Empty when the template gives
+// no stable point or the reply is empty.
+std::vector<std::vector<int32_t>> render_canonical_histories(const ModelRuntime& runtime,
+                                                             const nlohmann::ordered_json& messages,
+                                                             const nlohmann::ordered_json& tools,
+                                                             const nlohmann::ordered_json& kwargs,
+                                                             const ParsedOutput& reply);
 
 }  // namespace qmlx::server

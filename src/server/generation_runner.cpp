@@ -269,7 +269,7 @@ class Run {
     if (request_.route == Route::kCompletions || !reply_) return {};
     return [&runtime = runtime_, messages = request_.messages, tools = request_.tools,
             kwargs = request_.template_kwargs, reply = *reply_] {
-      return render_canonical_history(runtime, messages, tools, kwargs, reply);
+      return render_canonical_histories(runtime, messages, tools, kwargs, reply);
     };
   }
 

@@ -135,21 +135,28 @@ void PrefixCacheHooks::on_idle(InferenceSession& session, const std::function<bo
   CanonicalHistory render = std::move(pending_history_);
   pending_history_ = nullptr;
   if (!render || !cache_.config().enabled() || preempted()) return;
-  const std::vector<int32_t> ids = render();
-  if (ids.empty() || preempted()) return;
+  for (const std::vector<int32_t>& ids : render()) {
+    if (!prefill_history(ids, session, preempted)) return;
+  }
+}
+
+bool PrefixCacheHooks::prefill_history(const std::vector<int32_t>& ids, InferenceSession& session,
+                                       const std::function<bool()>& preempted) {
+  if (preempted()) return false;
   std::vector<ResumePoint> points = cache_.lookup(ids);
-  if (!points.empty() && points.front().position == int64_t(ids.size())) return;  // stored
+  if (!points.empty() && points.front().position == int64_t(ids.size())) return true;  // stored
   int64_t position = restore_quietly(ids, session);
   while (position < int64_t(ids.size())) {
     if (preempted()) {
       session.reset();  // half a history is of no use to anyone
-      return;
+      return false;
     }
     int64_t n = std::min<int64_t>(kIdlePrefillChunk, int64_t(ids.size()) - position);
     session.prefill(std::span<const int32_t>(ids).subspan(size_t(position), size_t(n)));
     position += n;
   }
   cache_.capture(session.state_source(), ids, SnapshotKind::kCanonicalHistory);
+  return true;
 }
 
 void PrefixCacheHooks::flush() { cache_.flush(); }

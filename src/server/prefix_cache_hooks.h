@@ -38,6 +38,10 @@ class PrefixCacheHooks : public CacheHooks {
   // Restores the deepest verified resume point of `ids` without counting a request hit or
   // miss (idle work); returns the position reached (0 when nothing was restored).
   int64_t restore_quietly(std::span<const int32_t> ids, InferenceSession& session);
+  // Pre-fills one canonical history from its deepest resume point and snapshots it; false
+  // when a request pre-empted it.
+  bool prefill_history(const std::vector<int32_t>& ids, InferenceSession& session,
+                       const std::function<bool()>& preempted);
 
   PrefixCache& cache_;
   std::shared_ptr<const Tokenizer> tokenizer_;
