@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/register_tile.h"
+
 namespace qmlx {
 namespace {
 
-constexpr int kPanelRows = 16;    // outputs per tile: two YMM registers
-constexpr int kTileTokens = 6;    // tokens per tile: 12 accumulators + 2 weights + 1 broadcast
+constexpr int kPanelRows = kTileCols;  // outputs per tile: two YMM registers
+constexpr int kTileTokens = kTileRows;  // tokens per tile
 constexpr int kTokenBlock = 256;  // tokens per pass over the panel (sizes `partial` below)
 constexpr int kDepth = 256;       // columns per pass: a 16 KiB slice of the panel stays in L1
 
@@ -54,76 +56,6 @@ void pack_panel(const WeightMatrix& w, int r0, int n, std::vector<float>& rows_b
     for (int j = 0; j < kPanelRows; ++j) panel[k * kPanelRows + j] = rows[j * cols + k];
 }
 
-// out[i][0..16) = sum_k x[i][k] * panel[k][0..16) for NT tokens (rows of x `ldx` apart). The
-// accumulators are named variables, not an array: GCC keeps an array of __m256 on the stack
-// and would store all twelve every iteration.
-// With `accumulate`, adds to out instead of overwriting it.
-template <int NT>
-void tile(const float* panel, int cols, const float* x, size_t ldx, float* out, size_t ldo,
-          bool accumulate) {
-  __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0,
-         a4 = a0, b4 = a0, a5 = a0, b5 = a0;
-  if (accumulate) {
-    // Only rows < NT are read: the accumulators of the others are never stored.
-    a0 = _mm256_loadu_ps(out), b0 = _mm256_loadu_ps(out + 8);
-    if constexpr (NT > 1) a1 = _mm256_loadu_ps(out + ldo), b1 = _mm256_loadu_ps(out + ldo + 8);
-    if constexpr (NT > 2)
-      a2 = _mm256_loadu_ps(out + 2 * ldo), b2 = _mm256_loadu_ps(out + 2 * ldo + 8);
-    if constexpr (NT > 3)
-      a3 = _mm256_loadu_ps(out + 3 * ldo), b3 = _mm256_loadu_ps(out + 3 * ldo + 8);
-    if constexpr (NT > 4)
-      a4 = _mm256_loadu_ps(out + 4 * ldo), b4 = _mm256_loadu_ps(out + 4 * ldo + 8);
-    if constexpr (NT > 5)
-      a5 = _mm256_loadu_ps(out + 5 * ldo), b5 = _mm256_loadu_ps(out + 5 * ldo + 8);
-  }
-  const float* x0 = x;
-  const float* x1 = x + ldx;
-  const float* x2 = x + 2 * ldx;
-  const float* x3 = x + 3 * ldx;
-  const float* x4 = x + 4 * ldx;
-  const float* x5 = x + 5 * ldx;
-  for (int k = 0; k < cols; ++k, panel += kPanelRows) {
-    const __m256 w0 = _mm256_loadu_ps(panel), w1 = _mm256_loadu_ps(panel + 8);
-    __m256 xb = _mm256_broadcast_ss(x0 + k);
-    a0 = _mm256_fmadd_ps(w0, xb, a0);
-    b0 = _mm256_fmadd_ps(w1, xb, b0);
-    if constexpr (NT > 1) {
-      xb = _mm256_broadcast_ss(x1 + k);
-      a1 = _mm256_fmadd_ps(w0, xb, a1);
-      b1 = _mm256_fmadd_ps(w1, xb, b1);
-    }
-    if constexpr (NT > 2) {
-      xb = _mm256_broadcast_ss(x2 + k);
-      a2 = _mm256_fmadd_ps(w0, xb, a2);
-      b2 = _mm256_fmadd_ps(w1, xb, b2);
-    }
-    if constexpr (NT > 3) {
-      xb = _mm256_broadcast_ss(x3 + k);
-      a3 = _mm256_fmadd_ps(w0, xb, a3);
-      b3 = _mm256_fmadd_ps(w1, xb, b3);
-    }
-    if constexpr (NT > 4) {
-      xb = _mm256_broadcast_ss(x4 + k);
-      a4 = _mm256_fmadd_ps(w0, xb, a4);
-      b4 = _mm256_fmadd_ps(w1, xb, b4);
-    }
-    if constexpr (NT > 5) {
-      xb = _mm256_broadcast_ss(x5 + k);
-      a5 = _mm256_fmadd_ps(w0, xb, a5);
-      b5 = _mm256_fmadd_ps(w1, xb, b5);
-    }
-  }
-  const __m256 results[2 * kTileTokens] = {a0, b0, a1, b1, a2, b2, a3, b3, a4, b4, a5, b5};
-  for (int i = 0; i < NT; ++i) {
-    _mm256_storeu_ps(out + i * ldo, results[2 * i]);
-    _mm256_storeu_ps(out + i * ldo + 8, results[2 * i + 1]);
-  }
-}
-
-using TileFn = void (*)(const float*, int, const float*, size_t, float*, size_t, bool);
-constexpr TileFn kTiles[kTileTokens + 1] = {nullptr, tile<1>, tile<2>, tile<3>,
-                                            tile<4>, tile<5>, tile<6>};
-
 }  // namespace
 
 void packed_gemm_rows(const float* x, int T, const WeightMatrix& w, float* y, int begin, int end) {
@@ -144,11 +76,12 @@ void packed_gemm_rows(const float* x, int T, const WeightMatrix& w, float* y, in
           const int nt = std::min(kTileTokens, t1 - t);
           const float* xt = x + size_t(t) * cols + k0;
           if (n == kPanelRows) {
-            kTiles[nt](slice, depth, xt, cols, y + size_t(t) * w.rows + r0, w.rows, k0 > 0);
+            kRegisterTiles[nt](xt, cols, slice, kPanelRows, depth, y + size_t(t) * w.rows + r0,
+                               w.rows, k0 > 0);
             continue;
           }
           float* part = partial + size_t(t - t0) * kPanelRows;
-          kTiles[nt](slice, depth, xt, cols, part, kPanelRows, k0 > 0);
+          kRegisterTiles[nt](xt, cols, slice, kPanelRows, depth, part, kPanelRows, k0 > 0);
           if (k0 + depth < cols) continue;
           for (int i = 0; i < nt; ++i)
             std::copy(part + i * kPanelRows, part + i * kPanelRows + n,
