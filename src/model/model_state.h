@@ -7,12 +7,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/growable_bytes.h"
 #include "kernels/scalar_type.h"
 
 namespace qmlx {
 
 struct KvCache {
-  std::vector<uint8_t> k, v;  // capacity rows * row_bytes; rows [0, position) are valid
+  // capacity rows * row_bytes; rows [0, position) are valid. Grown in place (no copy) and
+  // resident only where written.
+  GrowableBytes k, v;
 
   void ensure_rows(int64_t rows, size_t row_bytes);
 };
