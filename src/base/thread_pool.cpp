@@ -1,12 +1,35 @@
 #include "base/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 
 namespace qmlx {
 namespace {
 thread_local bool t_inside_pool = false;
 int g_requested_threads = 0;
+
+// A decode step makes a parallel_for call every few tens of microseconds (one per matrix),
+// and a futex sleep and wake-up costs about as much as the work between them. So a waiting
+// thread first spins this long, then sleeps.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until done() or kSpin has passed; true when done() became true.
+template <typename Done>
+bool spin_until(Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    cpu_relax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
@@ -29,6 +52,7 @@ void ThreadPool::worker_loop(int index) {
   for (;;) {
     std::pair<size_t, size_t> range;
     const std::function<void(size_t, size_t)>* job;
+    spin_until([&] { return stop_.load() || generation_.load() != seen; });
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -39,9 +63,10 @@ void ThreadPool::worker_loop(int index) {
                                                               : std::make_pair<size_t, size_t>(0, 0);
     }
     if (range.first < range.second) (*job)(range.first, range.second);
-    {
+    if (pending_.fetch_sub(1) == 1) {
+      // Under the lock: the caller is then either before its check of pending_ or asleep.
       std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
+      done_.notify_one();
     }
   }
 }
@@ -68,6 +93,7 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
   t_inside_pool = true;
   fn(ranges_[0].first, ranges_[0].second);
   t_inside_pool = false;
+  spin_until([&] { return pending_.load() == 0; });
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [&] { return pending_ == 0; });
   job_ = nullptr;

@@ -4,6 +4,7 @@
 // oversubscribes: a parallel_for called from inside a worker runs serially.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -36,9 +37,10 @@ class ThreadPool {
   std::condition_variable done_;
   const std::function<void(size_t, size_t)>* job_ = nullptr;
   std::vector<std::pair<size_t, size_t>> ranges_;
-  size_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  // Written under mutex_; atomic so that waiting threads can spin on them without it.
+  std::atomic<size_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
   std::mutex run_mutex_;  // one parallel_for at a time
 };
 
