@@ -3,38 +3,17 @@
 // next turn restores the reply as the template re-renders it and prefills only the new message.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
-#include "base/logging.h"
 #include "server/canonical_history.h"
-#include "server/options.h"
-#include "server/runtime_loader.h"
 #include "tests/integration/turn_harness.h"
 
 namespace qmlx::testing {
 namespace {
 
-namespace fs = std::filesystem;
 using ordered_json = nlohmann::ordered_json;
 
-class CanonicalHistoryTest : public ::testing::Test {
+class CanonicalHistoryTest : public TinyModelCacheTest {
  protected:
-  void SetUp() override {
-    set_log_level(LogLevel::kError);
-    root_ = (fs::temp_directory_path() / ("qmlx-canonical-" + std::to_string(::getpid()))).string();
-    fs::remove_all(root_);
-    const std::string dir = write_tiny_model(modelgen::Arch::kQwen35, root_ + "/model", 33);
-    runtime_ = server::load_model_runtime(dir, server::ServerOptions{});
-    config_ = CacheConfig::defaults();
-    config_.disk_cache_dir = root_ + "/store";
-    config_.chunk_tokens = 16;
-    config_.fsync = false;
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
-  std::string root_;
-  std::shared_ptr<server::ModelRuntime> runtime_;
-  CacheConfig config_;
+  CanonicalHistoryTest() : TinyModelCacheTest("qmlx-canonical", 33) {}
 };
 
 TEST_F(CanonicalHistoryTest, NextTurnHitsWhicheverRoleFollowsTheReply) {

@@ -7,38 +7,17 @@
 //      next turn needs.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
-#include "base/logging.h"
-#include "server/options.h"
-#include "server/runtime_loader.h"
 #include "server/canonical_history.h"
 #include "tests/integration/turn_harness.h"
 
 namespace qmlx::testing {
 namespace {
 
-namespace fs = std::filesystem;
 using ordered_json = nlohmann::ordered_json;
 
-class SilentFailures : public ::testing::Test {
+class SilentFailures : public TinyModelCacheTest {
  protected:
-  void SetUp() override {
-    set_log_level(LogLevel::kError);
-    root_ = (fs::temp_directory_path() / ("qmlx-silent-" + std::to_string(::getpid()))).string();
-    fs::remove_all(root_);
-    const std::string dir = write_tiny_model(modelgen::Arch::kQwen35, root_ + "/model", 21);
-    runtime_ = server::load_model_runtime(dir, server::ServerOptions{});
-    config_ = CacheConfig::defaults();
-    config_.disk_cache_dir = root_ + "/store";
-    config_.chunk_tokens = 16;
-    config_.fsync = false;
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
-  std::string root_;
-  std::shared_ptr<server::ModelRuntime> runtime_;
-  CacheConfig config_;
+  SilentFailures() : TinyModelCacheTest("qmlx-silent", 21) {}
 };
 
 ordered_json conversation(const std::string& system, const std::string& user) {

@@ -1,8 +1,11 @@
 #include "tests/integration/turn_harness.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <thread>
 
+#include "base/logging.h"
 #include "cache/hash.h"
 #include "modelgen/model_writer.h"
 #include "server/options.h"
@@ -11,6 +14,21 @@
 namespace qmlx::testing {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// A streamed request at temperature 0, as every turn of these tests is.
+server::GenerationRequest greedy_request(server::Route route, int max_tokens) {
+  server::GenerationRequest request;
+  request.route = route;
+  request.stream = true;
+  request.max_tokens = max_tokens;
+  request.sampling.temperature = 0;
+  request.sampling.seed = 1;
+  return request;
+}
+
+}  // namespace
 
 std::string write_tiny_model(modelgen::Arch arch, const std::string& dir, uint64_t seed,
                              int bits) {
@@ -27,6 +45,21 @@ std::string write_tiny_model(modelgen::Arch arch, const std::string& dir, uint64
   modelgen::write_random_model(options, dir);
   return dir;
 }
+
+void TinyModelCacheTest::SetUp() {
+  set_log_level(LogLevel::kError);
+  root_ = (fs::temp_directory_path() / (folder_prefix_ + "-" + std::to_string(::getpid())))
+              .string();
+  fs::remove_all(root_);
+  const std::string dir = write_tiny_model(modelgen::Arch::kQwen35, root_ + "/model", model_seed_);
+  runtime_ = server::load_model_runtime(dir, server::ServerOptions{});
+  config_ = CacheConfig::defaults();
+  config_.disk_cache_dir = root_ + "/store";
+  config_.chunk_tokens = 16;
+  config_.fsync = false;
+}
+
+void TinyModelCacheTest::TearDown() { fs::remove_all(root_); }
 
 TurnHarness::TurnHarness(std::shared_ptr<const server::ModelRuntime> runtime,
                          std::optional<CacheConfig> cache_config)
@@ -63,12 +96,7 @@ void TurnHarness::idle(int preempt_after) {
 TurnResult TurnHarness::chat(const nlohmann::ordered_json& messages,
                              const nlohmann::ordered_json& tools, int max_tokens,
                              int cancel_after) {
-  server::GenerationRequest request;
-  request.route = server::Route::kChatCompletions;
-  request.stream = true;
-  request.max_tokens = max_tokens;
-  request.sampling.temperature = 0;
-  request.sampling.seed = 1;
+  server::GenerationRequest request = greedy_request(server::Route::kChatCompletions, max_tokens);
   request.messages = messages;
   request.tools = tools;
   server::RenderedPrompt prompt = runtime_->render_chat(
@@ -78,12 +106,7 @@ TurnResult TurnHarness::chat(const nlohmann::ordered_json& messages,
 
 TurnResult TurnHarness::complete(const std::vector<int32_t>& ids, int max_tokens,
                                  int cancel_after) {
-  server::GenerationRequest request;
-  request.route = server::Route::kCompletions;
-  request.stream = true;
-  request.max_tokens = max_tokens;
-  request.sampling.temperature = 0;
-  request.sampling.seed = 1;
+  server::GenerationRequest request = greedy_request(server::Route::kCompletions, max_tokens);
   request.prompt_ids = ids;
   server::RenderedPrompt prompt;
   prompt.ids = ids;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "cache/prefix_cache.h"
@@ -70,6 +71,25 @@ class TurnHarness {
   server::CacheHooks no_cache_;
   std::unique_ptr<server::InferenceSession> session_;
   uint64_t next_uid_ = 1;
+};
+
+// The setting of the tests that drive one conversation by hand: a tiny random Qwen3.5 model in
+// a fresh temporary folder named after the test suite, its runtime, and a cache config whose
+// store lives beside it (16-token chunks, no fsync).
+class TinyModelCacheTest : public ::testing::Test {
+ protected:
+  TinyModelCacheTest(std::string folder_prefix, uint64_t model_seed)
+      : folder_prefix_(std::move(folder_prefix)), model_seed_(model_seed) {}
+  void SetUp() override;
+  void TearDown() override;
+
+  std::string root_;
+  std::shared_ptr<server::ModelRuntime> runtime_;
+  CacheConfig config_;
+
+ private:
+  std::string folder_prefix_;
+  uint64_t model_seed_;
 };
 
 }  // namespace qmlx::testing
