@@ -372,6 +372,7 @@ TEST_F(ApiServerTest, StopSequencesAndMaxTokens) {
   EXPECT_EQ(cut["choices"][0]["finish_reason"], "length");
   json anthropic =
       post_json("/v1/messages", {{"max_tokens", 50},
+                                 {"temperature", 0},  // Anthropic's default is 1: sampled
                                  {"stop_sequences", {"two"}},
                                  {"messages", {{{"role", "user"}, {"content", "x"}}}}});
   EXPECT_EQ(anthropic["stop_reason"], "stop_sequence");
