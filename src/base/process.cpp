@@ -1,5 +1,7 @@
 #include "base/process.h"
 
+#include <malloc.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -71,6 +73,15 @@ std::string qmlx_home() {
   const char* env = std::getenv("QMLX_HOME");
   if (env != nullptr && *env != '\0') return env;
   return expand_user("~/.qmlx");
+}
+
+void keep_large_buffers_for_reuse() {
+  static const bool done = [] {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    return true;
+  }();
+  (void)done;
 }
 
 }  // namespace qmlx

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/process.h"
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
 #include "kernels/vec.h"
@@ -82,6 +83,7 @@ std::vector<MappedBytes> tensors_in_file_order(const GgufFile& file) {
 }  // namespace
 
 std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgress& progress) {
+  keep_large_buffers_for_reuse();
   auto model = std::shared_ptr<Model>(new Model());
   model->directory_ = dir;
   if (is_gguf_path(dir)) {
