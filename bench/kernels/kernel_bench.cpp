@@ -7,7 +7,9 @@
 //   MLP shape, enough of
 //     them that the weights stream from memory: GB/s read and fraction of the bandwidth;
 //   - prefill GEMM (T = 512 and 2048): GFLOP/s, and GFLOP per CPU-second against the per-core peak.
-//   qmlx_kernel_bench [threads=2] [bandwidth]   ("bandwidth": print only the GB/s figure)
+//   - MoE expert GEMM (few tokens): the panel kernel against the few-token kernel.
+//   qmlx_kernel_bench [threads=2] [bandwidth|experts]   ("bandwidth": print only the GB/s
+//   figure; "experts": only the expert GEMM rows)
 #include <immintrin.h>
 
 #include <time.h>
@@ -22,7 +24,9 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "kernels/few_token_gemm.h"
 #include "kernels/matmul.h"
+#include "kernels/packed_gemm.h"
 #include "kernels/vec.h"
 
 namespace {
@@ -192,8 +196,7 @@ void bench_gguf_gemv(qmlx::GgufType t, double bandwidth) {
               bandwidth);
 }
 
-void bench_gemm(int bits, int T, double peak_gflops) {
-  const int rows = 3584, cols = 1024;
+void bench_gemm(int bits, int T, double peak_gflops, int rows = 3584, int cols = 1024) {
   std::mt19937 rng(bits + 100);
   AffineMatrix m = random_affine(rows, cols, bits, 64, rng);
   std::vector<float> x(size_t(T) * cols), y(size_t(T) * rows);
@@ -208,6 +211,41 @@ void bench_gemm(int bits, int T, double peak_gflops) {
       peak_gflops);
 }
 
+// An MoE expert's matmuls in prefill: few tokens (a 512-token chunk gives each of 256 experts
+// ~16 of its 8 x 512 routes) against 32 distinct expert matrices, so the weights come from
+// memory as they do in the model. Both prefill kernels on the same inputs, split over the pool.
+void bench_expert_gemm(int bits, int rows, int cols, int T, double peak_gflops) {
+  const int count = 32;
+  std::mt19937 rng(bits * 1000 + rows + T);
+  std::vector<AffineMatrix> ms;
+  for (int i = 0; i < count; ++i) ms.push_back(random_affine(rows, cols, bits, 64, rng));
+  std::vector<float> x(size_t(T) * cols), y(size_t(T) * rows);
+  for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
+  auto pass = [&](auto kernel) {
+    return best_timing(1, [&] {
+      for (auto& m : ms)
+        qmlx::default_pool().parallel_for(
+            rows,
+            [&](size_t b, size_t e) { kernel(x.data(), T, m.view, y.data(), int(b), int(e)); }, 16);
+    });
+  };
+  // The two kernels alternate, best of 7 each: on a shared machine a slow spell then costs
+  // both, not one.
+  Timing panel, few;
+  for (int rep = 0; rep < 7; ++rep) {
+    const Timing a = pass(qmlx::packed_gemm_rows), b = pass(qmlx::few_token_gemm_rows);
+    panel = {std::min(panel.wall, a.wall), std::min(panel.cpu, a.cpu)};
+    few = {std::min(few.wall, b.wall), std::min(few.cpu, b.cpu)};
+  }
+  const double flop = 2.0 * T * rows * cols * count;
+  std::printf(
+      "| expert GEMM T=%d %d-bit %dx%d x%d | %.2f GFLOP | panel %.1f, few-token %.1f GFLOP per "
+      "CPU-s (%.0f%% / %.0f%% of %.0f); wall %.2fx |\n",
+      T, bits, rows, cols, count, flop / 1e9, flop / panel.cpu / 1e9, flop / few.cpu / 1e9,
+      100 * flop / panel.cpu / 1e9 / peak_gflops, 100 * flop / few.cpu / 1e9 / peak_gflops,
+      peak_gflops, panel.wall / few.wall);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -219,6 +257,20 @@ int main(int argc, char** argv) {
     return 0;
   }
   const double fma = fma_gflops_per_core();
+  if (argc > 2 && std::string(argv[2]) == "moe-dense") {
+    bench_gemm(8, 512, fma, 8192, 2048);
+    bench_gemm(8, 512, fma, 2048, 4096);
+    bench_gemm(8, 512, fma, 3584, 1024);
+    return 0;
+  }
+  if (argc > 2 && std::string(argv[2]) == "experts") {
+    for (int bits : {8, 4})
+      for (int T : {4, 8, 16, 32, 64}) {
+        bench_expert_gemm(bits, 512, 2048, T, fma);
+        bench_expert_gemm(bits, 2048, 512, T, fma);
+      }
+    return 0;
+  }
   std::printf(
       "threads %d: read bandwidth %.1f GB/s, FMA peak %.1f GFLOP/s per core (%.1f total)\n\n",
       threads, bandwidth, fma, fma * threads);

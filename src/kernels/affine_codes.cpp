@@ -2,6 +2,8 @@
 
 #include <immintrin.h>
 
+#include <cstring>
+
 namespace qmlx {
 namespace {
 
@@ -46,18 +48,47 @@ const uint8_t* unpack_group_codes(const WeightMatrix& w, int r, int g, uint8_t* 
   }
 }
 
-void dequantize_affine_row(const WeightMatrix& w, int r, float* out) {
+void dequantize_affine_groups(const WeightMatrix& w, int r, int g0, int g1, float* out) {
+  // Locals, not w's fields: the stores to `out` could alias w, so the compiler would reload them.
+  const int group_size = w.group_size, bits = w.bits;
+  const ScalarType scale_type = w.scale_type;
+  const uint8_t* scales = w.scales;
+  const uint8_t* biases = w.biases;
+  const size_t meta = size_t(r) * w.groups_per_row();
+  const uint8_t* row = w.data + size_t(r) * w.row_bytes();
+  const size_t group_bytes = size_t(group_size) * bits / 8;
+  // The 8 codes of a 4-bit word sit at bits 4c (LSB first).
+  const __m256i nibble_shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  const __m256i nibble = _mm256_set1_epi32(0x0f);
   uint8_t scratch[128];
-  for (int g = 0; g < w.groups_per_row(); ++g) {
+  for (int g = g0; g < g1; ++g, out += group_size) {
+    const __m256 vs = _mm256_set1_ps(load_scalar(scales, scale_type, meta + g));
+    const __m256 vb = _mm256_set1_ps(load_scalar(biases, scale_type, meta + g));
+    const uint8_t* src = row + size_t(g) * group_bytes;
+    // 8- and 4-bit codes (the common widths; decoded in registers), then the rest via bytes.
+    if (bits == 8) {
+      for (int i = 0; i < group_size; i += 8) {
+        const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + i));
+        const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
+        _mm256_storeu_ps(out + i, _mm256_fmadd_ps(vs, q, vb));
+      }
+      continue;
+    }
+    if (bits == 4) {
+      for (int i = 0; i < group_size; i += 8) {
+        uint32_t word;
+        std::memcpy(&word, src + i / 2, 4);
+        const __m256i codes = _mm256_and_si256(
+            _mm256_srlv_epi32(_mm256_set1_epi32(int(word)), nibble_shifts), nibble);
+        _mm256_storeu_ps(out + i, _mm256_fmadd_ps(vs, _mm256_cvtepi32_ps(codes), vb));
+      }
+      continue;
+    }
     const uint8_t* q = unpack_group_codes(w, r, g, scratch);
-    float scale, bias;
-    group_scale_bias(w, r, g, &scale, &bias);
-    float* o = out + size_t(g) * w.group_size;
-    const __m256 vs = _mm256_set1_ps(scale), vb = _mm256_set1_ps(bias);
-    for (int i = 0; i < w.group_size; i += 8) {
-      __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i));
-      __m256 qf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
-      _mm256_storeu_ps(o + i, _mm256_fmadd_ps(vs, qf, vb));
+    for (int i = 0; i < group_size; i += 8) {
+      const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i));
+      const __m256 codes = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
+      _mm256_storeu_ps(out + i, _mm256_fmadd_ps(vs, codes, vb));
     }
   }
 }

@@ -19,6 +19,7 @@ inline void group_scale_bias(const WeightMatrix& w, int r, int g, float* scale, 
   *bias = load_scalar(w.biases, w.scale_type, i);
 }
 
-void dequantize_affine_row(const WeightMatrix& w, int r, float* out);
+// Groups [g0, g1) of row r as floats, (g1 - g0) * group_size values.
+void dequantize_affine_groups(const WeightMatrix& w, int r, int g0, int g1, float* out);
 
 }  // namespace qmlx

@@ -5,6 +5,7 @@
 
 #include "base/thread_pool.h"
 #include "kernels/affine_gemv.h"
+#include "kernels/few_token_gemm.h"
 #include "kernels/gguf_gemv.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/vec.h"
@@ -67,7 +68,8 @@ struct MatmulJob {
   }
 
   void run(int begin, int end) const {
-    if (T > 1) return packed_gemm_rows(x, T, w, y, begin, end);
+    if (T > kFewTokens) return packed_gemm_rows(x, T, w, y, begin, end);
+    if (T > 1) return few_token_gemm_rows(x, T, w, y, begin, end);
     switch (kind) {
       case GemvKind::kAffine:
         return affine_gemv_rows(gemv_input, w, begin, end, y);

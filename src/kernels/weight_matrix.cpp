@@ -4,20 +4,7 @@
 
 namespace qmlx {
 
-size_t WeightMatrix::row_bytes() const {
-  switch (format) {
-    case WeightFormat::kF32:
-      return size_t(cols) * 4;
-    case WeightFormat::kF16:
-    case WeightFormat::kBF16:
-      return size_t(cols) * 2;
-    case WeightFormat::kAffine:
-      return size_t(cols) * bits / 8;
-    case WeightFormat::kGguf:
-      return gguf_bytes(gguf_type, size_t(cols));
-  }
-  return 0;
-}
+size_t WeightMatrix::row_bytes() const { return stored_bytes(*this, cols); }
 
 size_t WeightMatrix::bytes() const {
   size_t total = size_t(rows) * row_bytes();
@@ -43,27 +30,57 @@ bool affine_params_supported(int bits, int group_size) {
   return bits_ok && group_ok;
 }
 
-void dequantize_rows(const WeightMatrix& w, int begin, int end, float* out) {
-  for (int r = begin; r < end; ++r, out += w.cols) {
-    const uint8_t* row = w.data + size_t(r) * w.row_bytes();
-    switch (w.format) {
-      case WeightFormat::kF32:
-        convert_to_float(row, ScalarType::kF32, w.cols, out);
-        break;
-      case WeightFormat::kF16:
-        convert_to_float(row, ScalarType::kF16, w.cols, out);
-        break;
-      case WeightFormat::kBF16:
-        convert_to_float(row, ScalarType::kBF16, w.cols, out);
-        break;
-      case WeightFormat::kAffine:
-        dequantize_affine_row(w, r, out);
-        break;
-      case WeightFormat::kGguf:
-        gguf_dequantize(w.gguf_type, row, size_t(w.cols), out);
-        break;
-    }
+int column_alignment(const WeightMatrix& w) {
+  switch (w.format) {
+    case WeightFormat::kAffine:
+      return w.group_size;
+    case WeightFormat::kGguf:
+      return gguf_block_elems(w.gguf_type);
+    default:
+      return 1;
   }
+}
+
+size_t stored_bytes(const WeightMatrix& w, int n) {
+  switch (w.format) {
+    case WeightFormat::kF32:
+      return size_t(n) * 4;
+    case WeightFormat::kF16:
+    case WeightFormat::kBF16:
+      return size_t(n) * 2;
+    case WeightFormat::kAffine:
+      return size_t(n) * w.bits / 8;
+    case WeightFormat::kGguf:
+      return gguf_bytes(w.gguf_type, size_t(n));
+  }
+  return 0;
+}
+
+void dequantize_row_range(const WeightMatrix& w, int r, int k0, int k1, float* out) {
+  const uint8_t* at = w.data + size_t(r) * w.row_bytes() + stored_bytes(w, k0);
+  const size_t n = size_t(k1 - k0);
+  switch (w.format) {
+    case WeightFormat::kF32:
+      convert_to_float(at, ScalarType::kF32, n, out);
+      break;
+    case WeightFormat::kF16:
+      convert_to_float(at, ScalarType::kF16, n, out);
+      break;
+    case WeightFormat::kBF16:
+      convert_to_float(at, ScalarType::kBF16, n, out);
+      break;
+    case WeightFormat::kAffine:
+      dequantize_affine_groups(w, r, k0 / w.group_size, (k1 + w.group_size - 1) / w.group_size,
+                               out);
+      break;
+    case WeightFormat::kGguf:
+      gguf_dequantize(w.gguf_type, at, n, out);
+      break;
+  }
+}
+
+void dequantize_rows(const WeightMatrix& w, int begin, int end, float* out) {
+  for (int r = begin; r < end; ++r, out += w.cols) dequantize_row_range(w, r, 0, w.cols, out);
 }
 
 }  // namespace qmlx

@@ -50,4 +50,16 @@ bool affine_params_supported(int bits, int group_size);
 // Writes rows [begin, end) as floats, (end - begin) * cols values.
 void dequantize_rows(const WeightMatrix& w, int begin, int end, float* out);
 
+// Columns a stored row can be cut at: 1 for the float formats, the group size for affine
+// quantization, the block size for GGUF block formats. cols is a multiple of it.
+int column_alignment(const WeightMatrix& w);
+
+// Bytes a row stores for its first `n` columns (n a multiple of column_alignment(w)), scales
+// and biases of affine matrices not counted.
+size_t stored_bytes(const WeightMatrix& w, int n);
+
+// Writes columns [k0, k1) of row r as floats (k1 - k0 values); k0 and k1 are multiples of
+// column_alignment(w) (or k1 == cols).
+void dequantize_row_range(const WeightMatrix& w, int r, int k0, int k1, float* out);
+
 }  // namespace qmlx
