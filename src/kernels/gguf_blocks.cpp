@@ -1,5 +1,7 @@
 #include "kernels/gguf_blocks.h"
 
+#include <immintrin.h>
+
 #include <cctype>
 #include <cstring>
 #include <string>
@@ -197,9 +199,69 @@ void dequant_q6_k(const uint8_t* b, float* y) {
   }
 }
 
+// --- AVX2 decoders of the types the llama.cpp comparison uses (prefill dequantizes every
+// weight once per chunk, so these are on the MoE prefill's path). Each computes exactly what
+// the scalar decoder above computes, in the same order (tests/kernels: equal to the scalar).
+
+void dequant_q8_0_avx2(const uint8_t* b, float* y) {
+  const __m256 d = _mm256_set1_ps(gguf_half_at(b));
+  for (int j = 0; j < kQK; j += 8) {
+    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + j));
+    _mm256_storeu_ps(y + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))));
+  }
+}
+
+void dequant_q4_k_avx2(const uint8_t* b, float* y) {
+  const float d = gguf_half_at(b), dmin = gguf_half_at(b + 2);
+  const uint8_t* packed = b + 4;
+  const uint8_t* q = b + 16;
+  const __m256i nibble = _mm256_set1_epi32(0x0f);
+  for (int chunk = 0; chunk < 4; ++chunk, q += 32) {
+    for (int nib = 0; nib < 2; ++nib, y += 32) {
+      int sc, mn;
+      gguf_scale_min_k4(2 * chunk + nib, packed, &sc, &mn);
+      const __m256 dl = _mm256_set1_ps(d * sc), ml = _mm256_set1_ps(dmin * mn);
+      for (int l = 0; l < 32; l += 8) {
+        const __m256i bytes =
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + l)));
+        const __m256i code = _mm256_and_si256(_mm256_srli_epi32(bytes, 4 * nib), nibble);
+        _mm256_storeu_ps(y + l, _mm256_sub_ps(_mm256_mul_ps(dl, _mm256_cvtepi32_ps(code)), ml));
+      }
+    }
+  }
+}
+
+void dequant_q6_k_avx2(const uint8_t* b, float* y) {
+  const uint8_t* ql = b;
+  const uint8_t* qh = b + 128;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+  const float d = gguf_half_at(b + 208);
+  const __m256i low_bits = _mm256_set1_epi32(0x0f), high_bits = _mm256_set1_epi32(3);
+  const __m256i bias = _mm256_set1_epi32(32);
+  for (int half = 0; half < 2; ++half, ql += 64, qh += 32, sc += 8, y += 128) {
+    for (int k = 0; k < 4; ++k) {
+      for (int l = 0; l < 32; l += 8) {
+        const __m256i lo = _mm256_cvtepu8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ql + l + 32 * (k % 2))));
+        const __m256i hi =
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qh + l)));
+        const __m256i code = _mm256_sub_epi32(
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(lo, 4 * (k / 2)), low_bits),
+                            _mm256_slli_epi32(
+                                _mm256_and_si256(_mm256_srli_epi32(hi, 2 * k), high_bits), 4)),
+            bias);
+        const __m256 dl = _mm256_set1_ps(d * sc[l / 16 + 2 * k]);
+        _mm256_storeu_ps(y + l + 32 * k, _mm256_mul_ps(dl, _mm256_cvtepi32_ps(code)));
+      }
+    }
+  }
+}
+
 using BlockDecoder = void (*)(const uint8_t*, float*);
 
-BlockDecoder decoder_for(GgufType t) {
+// The decoder of type t: the AVX2 one where there is one, unless `reference` asks for the
+// scalar definition.
+BlockDecoder decoder_for(GgufType t, bool reference) {
   switch (t) {
     case GgufType::kQ4_0:
       return dequant_q4_0;
@@ -210,17 +272,17 @@ BlockDecoder decoder_for(GgufType t) {
     case GgufType::kQ5_1:
       return dequant_q5_1;
     case GgufType::kQ8_0:
-      return dequant_q8_0;
+      return reference ? dequant_q8_0 : dequant_q8_0_avx2;
     case GgufType::kQ2_K:
       return dequant_q2_k;
     case GgufType::kQ3_K:
       return dequant_q3_k;
     case GgufType::kQ4_K:
-      return dequant_q4_k;
+      return reference ? dequant_q4_k : dequant_q4_k_avx2;
     case GgufType::kQ5_K:
       return dequant_q5_k;
     case GgufType::kQ6_K:
-      return dequant_q6_k;
+      return reference ? dequant_q6_k : dequant_q6_k_avx2;
     default:
       return nullptr;
   }
@@ -260,7 +322,9 @@ std::string gguf_type_id_name(uint32_t id) {
 int gguf_block_elems(GgufType t) { return info(t).block_elems; }
 size_t gguf_block_bytes(GgufType t) { return info(t).block_bytes; }
 
-void gguf_dequantize(GgufType t, const uint8_t* src, size_t n, float* out) {
+namespace {
+
+void dequantize_with(GgufType t, const uint8_t* src, size_t n, float* out, bool reference) {
   switch (t) {
     case GgufType::kF32:
       convert_to_float(src, ScalarType::kF32, n, out);
@@ -274,9 +338,19 @@ void gguf_dequantize(GgufType t, const uint8_t* src, size_t n, float* out) {
     default:
       break;
   }
-  const BlockDecoder decode = decoder_for(t);
+  const BlockDecoder decode = decoder_for(t, reference);
   const size_t elems = gguf_block_elems(t), bytes = gguf_block_bytes(t);
   for (size_t i = 0; i < n; i += elems, src += bytes) decode(src, out + i);
+}
+
+}  // namespace
+
+void gguf_dequantize(GgufType t, const uint8_t* src, size_t n, float* out) {
+  dequantize_with(t, src, n, out, false);
+}
+
+void gguf_dequantize_scalar(GgufType t, const uint8_t* src, size_t n, float* out) {
+  dequantize_with(t, src, n, out, true);
 }
 
 }  // namespace qmlx

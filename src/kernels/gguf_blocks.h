@@ -2,7 +2,8 @@
 // formats pack `block_elems` consecutive values of a row into `block_bytes` bytes (a scale, and
 // for some a minimum, in f16, then the small integer codes); a row is a whole number of blocks.
 // This file knows the numeric type ids, the block geometry and how to turn blocks back into
-// floats (scalar reference decoding, as ggml-quants.c defines it).
+// floats (scalar reference decoding, as ggml-quants.c defines it, and AVX2 decoding of the
+// types the llama.cpp comparison uses).
 #pragma once
 
 #include <cstddef>
@@ -52,6 +53,9 @@ inline size_t gguf_bytes(GgufType t, size_t n) {
 
 // Decodes n values (a multiple of the block size) stored as type t.
 void gguf_dequantize(GgufType t, const uint8_t* src, size_t n, float* out);
+// The same with the scalar decoders only (Q8_0, Q4_K and Q6_K also have AVX2 ones, which
+// gguf_dequantize uses): the definition the fast decoders are tested against.
+void gguf_dequantize_scalar(GgufType t, const uint8_t* src, size_t n, float* out);
 
 // Block fields shared by the scalar decoder and the fast kernels (kernels/gguf_gemv.cpp).
 // The f16 at p (blocks store their scales as IEEE half, little-endian).

@@ -83,6 +83,17 @@ TEST_P(GgufMatmulTest, MatmulMatchesDecodedProduct) {
   }
 }
 
+// gguf_dequantize (AVX2 decoders for Q8_0, Q4_K, Q6_K) gives the scalar definition's values.
+TEST_P(GgufMatmulTest, FastDecodersEqualTheScalarDefinition) {
+  const GgufType t = GetParam();
+  const size_t n = 4096;
+  auto bytes = random_gguf_blocks(t, n, 9);
+  std::vector<float> fast(n), scalar(n);
+  gguf_dequantize(t, bytes.data(), n, fast.data());
+  gguf_dequantize_scalar(t, bytes.data(), n, scalar.data());
+  EXPECT_LE(relative_error(fast, scalar), 1e-7) << gguf_type_name(t);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, GgufMatmulTest, ::testing::ValuesIn(kAllTypes),
                          [](const auto& info) { return std::string(gguf_type_name(info.param)); });
 
