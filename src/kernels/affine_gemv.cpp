@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include "kernels/affine_codes.h"
+#include "kernels/prefetch.h"
 #include "kernels/simd.h"
 
 namespace qmlx {
@@ -76,7 +77,10 @@ float dot_row(const Int16Activations& in, const WeightMatrix& w, int r) {
 
 template <int kBits>
 void rows_of(const Int16Activations& in, const WeightMatrix& w, int begin, int end, float* y) {
+  const size_t row_bytes = w.row_bytes();
+  const int ahead = rows_to_prefetch_ahead(row_bytes);
   for (int r = begin; r < end; ++r) {
+    if (r + ahead < end) prefetch_bytes(w.data + size_t(r + ahead) * row_bytes, row_bytes);
     switch (w.scale_type) {
       case ScalarType::kF32:
         y[r] = dot_row<kBits, ScalarType::kF32>(in, w, r);

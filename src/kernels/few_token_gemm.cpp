@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/prefetch.h"
 #include "kernels/simd.h"
 
 namespace qmlx {
@@ -83,9 +84,7 @@ constexpr DotTileFn kDotTiles[kTileTokens + 1] = {nullptr, dot_tile<1>, dot_tile
 // does not follow, so without this every row waits for memory.
 void prefetch_row_range(const WeightMatrix& w, int r, int k0, int depth) {
   const size_t begin = stored_bytes(w, k0), end = stored_bytes(w, k0 + depth);
-  const uint8_t* row = w.data + size_t(r) * w.row_bytes();
-  for (size_t b = begin; b < end; b += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(row + b), _MM_HINT_T0);
+  prefetch_bytes(w.data + size_t(r) * w.row_bytes() + begin, end - begin);
 }
 
 }  // namespace
