@@ -80,7 +80,9 @@ double load_average() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s MODEL_DIR [prompt_tokens] [decode_tokens] [threads]\n",
+    std::fprintf(stderr,
+                 "usage: %s MODEL_DIR [prompt_tokens] [decode_tokens] [threads]\n"
+                 "  QMLX_PREFILL_CHUNK: tokens per prefill forward call (default: the engine's)\n",
                  argv[0]);
     return 2;
   }
@@ -100,7 +102,10 @@ int main(int argc, char** argv) {
   std::vector<int32_t> prompt(prompt_tokens);
   for (auto& t : prompt) t = int32_t(rng() % 1000);
 
-  qmlx::Session session(model);
+  qmlx::SessionOptions session_options;
+  if (const char* chunk = std::getenv("QMLX_PREFILL_CHUNK"))
+    session_options.prefill_chunk = std::atoi(chunk);
+  qmlx::Session session(model, session_options);
   double cpu = process_cpu_seconds();
   auto prefill_start = Clock::now();
   session.prefill(prompt);

@@ -13,7 +13,7 @@
 namespace qmlx::server {
 
 struct RunnerSettings {
-  int prefill_chunk_tokens = 512;
+  int prefill_chunk_tokens = 1024;    // as SessionOptions::prefill_chunk (engine/session.h)
   double progress_log_seconds = 3.0;  // log a prefill progress line this often
 };
 
