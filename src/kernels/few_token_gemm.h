@@ -15,10 +15,11 @@
 
 namespace qmlx {
 
-// Up to this many tokens the matmul uses few_token_gemm_rows: MoE prefill on the 35B-A3B shape
-// (2,048-token prompt, qmlx_engine_bench) ran 218-235 tok/s with the panel kernel for every T,
-// 230-268 with this threshold, 232-251 with 16 and 234-252 with 64 (interleaved runs).
-constexpr int kFewTokens = 32;
+// Up to this many tokens the matmul uses few_token_gemm_rows. `qmlx_kernel_bench 2 experts`
+// (both kernels interleaved in one run, 2 threads, 8-bit, the 35B-A3B expert shapes): this
+// kernel is 1.33-1.57x the panel's speed at T = 4, 1.17-1.42x at T = 8, 0.84-1.04x at 16, and
+// 0.78-0.92x at 32.
+constexpr int kFewTokens = 12;
 
 // Output rows [begin, end) of y ([T][w.rows]) for x ([T][w.cols]); any weight format, any T.
 void few_token_gemm_rows(const float* x, int T, const WeightMatrix& w, float* y, int begin,
