@@ -112,9 +112,21 @@ float dot_q6_k(const uint8_t* row, int supers, const Int16Activations& in) {
   // held a core to ~8 GB/s.
   __m256 totals[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                       _mm256_setzero_ps()};
+  alignas(32) float multiplier[16];
+  const __m256i first_four = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+  const __m256i last_four = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
   for (int s = 0; s < supers; ++s, row += 210) {
-    const float d = gguf_half_at(row + 208);
-    const int8_t* sc = reinterpret_cast<const int8_t*>(row + 192);
+    // Sub-block i (16 values) has scale sc[i] and activation group s * 8 + i / 2: its 16
+    // multipliers d * sc[i] * step in two vectors (each of the 8 steps used twice).
+    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 192));
+    const __m256 d = _mm256_set1_ps(gguf_half_at(row + 208));
+    const __m256 steps = _mm256_loadu_ps(in.steps.data() + size_t(s) * 8);
+    const __m256 sc_lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc));
+    const __m256 sc_hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)));
+    _mm256_store_ps(multiplier, _mm256_mul_ps(_mm256_mul_ps(d, sc_lo),
+                                              _mm256_permutevar8x32_ps(steps, first_four)));
+    _mm256_store_ps(multiplier + 8, _mm256_mul_ps(_mm256_mul_ps(d, sc_hi),
+                                                  _mm256_permutevar8x32_ps(steps, last_four)));
     for (int half = 0; half < 2; ++half) {
       const uint8_t* ql = row + 64 * half;
       const uint8_t* qh = row + 128 + 32 * half;
@@ -130,11 +142,12 @@ float dot_q6_k(const uint8_t* row, int supers, const Int16Activations& in) {
             _mm256_or_si256(_mm256_srli_epi16(b, 4),
                             _mm256_and_si256(_mm256_srli_epi16(h, 2), mask2))};
         for (int k = 0; k < 4; ++k) {
-          const int g = g0 + k;
-          const __m256i p = _mm256_madd_epi16(_mm256_sub_epi16(codes[k], bias),
-                                              load_x(in.codes.data() + size_t(g) * kBlock + l));
-          const float scale = d * sc[half * 8 + l / 16 + 2 * k] * in.steps[g];
-          totals[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(scale), totals[k]);
+          const __m256i p =
+              _mm256_madd_epi16(_mm256_sub_epi16(codes[k], bias),
+                                load_x(in.codes.data() + size_t(g0 + k) * kBlock + l));
+          totals[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
+                                      _mm256_broadcast_ss(multiplier + half * 8 + l / 16 + 2 * k),
+                                      totals[k]);
         }
       }
     }
