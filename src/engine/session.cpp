@@ -51,7 +51,9 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
 bool Session::prefill(std::span<const int32_t> tokens, const PrefillProgress& progress,
                       const std::atomic<bool>* cancel) {
   if (tokens.empty()) return true;
-  const size_t chunk = size_t(std::max(1, options_.prefill_chunk));
+  const size_t chunk = size_t(options_.prefill_chunk > 0         ? options_.prefill_chunk
+                              : model_->config().num_experts > 0 ? 1024
+                                                                 : 512);
   ForwardOptions fo{options_.delta_rule};
   for (size_t done = 0; done < tokens.size();) {
     if (cancel && cancel->load()) return false;

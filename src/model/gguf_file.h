@@ -40,6 +40,11 @@ class GgufFile {
   const std::vector<GgufTensor>& tensors() const { return tensors_; }
   const GgufTensor* find(const std::string& name) const;
 
+  // Frees the parsed metadata (metadata() is empty afterwards). The model keeps the file for
+  // its tensor mapping only; the tokenizer's vocabulary and merges are most of the metadata,
+  // ~20 MB of parsed strings for a 248k-token vocabulary, and the text layer reads its own copy.
+  void release_metadata() { metadata_ = nlohmann::json::object(); }
+
  private:
   MappedFile file_;
   uint32_t version_ = 0;

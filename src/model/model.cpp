@@ -87,9 +87,10 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
   auto model = std::shared_ptr<Model>(new Model());
   model->directory_ = dir;
   if (is_gguf_path(dir)) {
-    auto file = std::make_shared<const GgufFile>(dir);
+    auto file = std::make_shared<GgufFile>(dir);
     model->config_ = gguf_model_config(*file);
     model->weights_ = load_gguf_weights(*file, model->config_);
+    file->release_metadata();
     page_in_tensors(tensors_in_file_order(*file), progress);
     model->gguf_ = std::move(file);
     return model;
