@@ -51,9 +51,10 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
 bool Session::prefill(std::span<const int32_t> tokens, const PrefillProgress& progress,
                       const std::atomic<bool>* cancel) {
   if (tokens.empty()) return true;
-  const size_t chunk = size_t(options_.prefill_chunk > 0         ? options_.prefill_chunk
-                              : model_->config().num_experts > 0 ? 1024
-                                                                 : 512);
+  const bool moe = model_->config().num_experts > 0;
+  const size_t chunk = size_t(options_.prefill_chunk > 0 ? options_.prefill_chunk
+                              : moe                      ? kMoePrefillChunk
+                                                         : kDensePrefillChunk);
   ForwardOptions fo{options_.delta_rule};
   for (size_t done = 0; done < tokens.size();) {
     if (cancel && cancel->load()) return false;

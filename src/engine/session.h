@@ -17,6 +17,10 @@
 
 namespace qmlx {
 
+// The default prefill chunks (see SessionOptions::prefill_chunk).
+constexpr int kMoePrefillChunk = 1024;
+constexpr int kDensePrefillChunk = 512;
+
 struct SessionOptions {
   DType kv_dtype = DType::kBF16;
   // Tokens per forward call during prefill; 0: the model's default, 1,024 for MoE models and
