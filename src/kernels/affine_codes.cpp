@@ -65,15 +65,8 @@ void dequantize_affine_groups(const WeightMatrix& w, int r, int g0, int g1, floa
     const __m256 vs = _mm256_set1_ps(load_scalar(scales, scale_type, meta + g));
     const __m256 vb = _mm256_set1_ps(load_scalar(biases, scale_type, meta + g));
     const uint8_t* src = row + size_t(g) * group_bytes;
-    // 8- and 4-bit codes (the common widths; decoded in registers), then the rest via bytes.
-    if (bits == 8) {
-      for (int i = 0; i < group_size; i += 8) {
-        const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + i));
-        const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
-        _mm256_storeu_ps(out + i, _mm256_fmadd_ps(vs, q, vb));
-      }
-      continue;
-    }
+    // 4-bit codes are decoded in registers; 8-bit ones are bytes already (read in place, no
+    // call), the other widths are unpacked to bytes first.
     if (bits == 4) {
       for (int i = 0; i < group_size; i += 8) {
         uint32_t word;
@@ -84,7 +77,7 @@ void dequantize_affine_groups(const WeightMatrix& w, int r, int g0, int g1, floa
       }
       continue;
     }
-    const uint8_t* q = unpack_group_codes(w, r, g, scratch);
+    const uint8_t* q = bits == 8 ? src : unpack_group_codes(w, r, g, scratch);
     for (int i = 0; i < group_size; i += 8) {
       const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i));
       const __m256 codes = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));

@@ -238,22 +238,11 @@ void dequant_q6_k_avx2(const uint8_t* b, float* y) {
   const uint8_t* qh = b + 128;
   const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
   const float d = gguf_half_at(b + 208);
-  const __m256i mask4 = _mm256_set1_epi16(0x0f), mask2 = _mm256_set1_epi16(0x30),
-                bias = _mm256_set1_epi16(32);
-  auto widen = [](const uint8_t* p) {
-    return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  };
+  const __m256i bias = _mm256_set1_epi16(32);
   for (int half = 0; half < 2; ++half, ql += 64, qh += 32, sc += 8, y += 128) {
     for (int l = 0; l < 32; l += 16) {
-      const __m256i lo = widen(ql + l), hi = widen(ql + l + 32), h = widen(qh + l);
-      const __m256i codes[4] = {
-          _mm256_or_si256(_mm256_and_si256(lo, mask4),
-                          _mm256_and_si256(_mm256_slli_epi16(h, 4), mask2)),
-          _mm256_or_si256(_mm256_and_si256(hi, mask4),
-                          _mm256_and_si256(_mm256_slli_epi16(h, 2), mask2)),
-          _mm256_or_si256(_mm256_srli_epi16(lo, 4), _mm256_and_si256(h, mask2)),
-          _mm256_or_si256(_mm256_srli_epi16(hi, 4),
-                          _mm256_and_si256(_mm256_srli_epi16(h, 2), mask2))};
+      __m256i codes[4];
+      gguf_q6_k_codes16(ql + l, qh + l, codes);
       for (int k = 0; k < 4; ++k) {
         const __m256i code = _mm256_sub_epi16(codes[k], bias);
         const __m256 dl = _mm256_set1_ps(d * sc[l / 16 + 2 * k]);

@@ -6,6 +6,8 @@
 // types the llama.cpp comparison uses).
 #pragma once
 
+#include <immintrin.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -76,6 +78,25 @@ inline void gguf_scale_min_k4(int j, const uint8_t* q, int* scale, int* min) {
     *scale = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
     *min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
   }
+}
+
+// Q6_K codes of 16 consecutive values in 16-bit lanes, for the four quarter-rows k of one half
+// super-block: value l + 32k takes nibble k / 2 of ql[l + 32 (k % 2)] and bits 2k..2k+1 of
+// qh[l]. `ql` and `qh` point at l (a multiple of 16); the codes are not yet biased by -32.
+// Shared by the block decoder and the decode GEMV (kernels/gguf_gemv.cpp).
+inline void gguf_q6_k_codes16(const uint8_t* ql, const uint8_t* qh, __m256i codes[4]) {
+  auto widen = [](const uint8_t* p) {
+    return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  };
+  const __m256i mask4 = _mm256_set1_epi16(0x0f), mask2 = _mm256_set1_epi16(0x30);
+  const __m256i lo = widen(ql), hi = widen(ql + 32), h = widen(qh);
+  codes[0] = _mm256_or_si256(_mm256_and_si256(lo, mask4),
+                             _mm256_and_si256(_mm256_slli_epi16(h, 4), mask2));
+  codes[1] = _mm256_or_si256(_mm256_and_si256(hi, mask4),
+                             _mm256_and_si256(_mm256_slli_epi16(h, 2), mask2));
+  codes[2] = _mm256_or_si256(_mm256_srli_epi16(lo, 4), _mm256_and_si256(h, mask2));
+  codes[3] =
+      _mm256_or_si256(_mm256_srli_epi16(hi, 4), _mm256_and_si256(_mm256_srli_epi16(h, 2), mask2));
 }
 
 }  // namespace qmlx

@@ -106,8 +106,7 @@ float dot_q4_k(const uint8_t* row, int supers, const Int16Activations& in) {
 // (l < 32, k < 4) has low bits nibble k/2 of ql[l + 32 (k%2)], high bits 2k..2k+1 of qh[l],
 // code - 32, and scale sc[l/16 + 2k].
 float dot_q6_k(const uint8_t* row, int supers, const Int16Activations& in) {
-  const __m256i mask4 = _mm256_set1_epi16(0x0f), mask2 = _mm256_set1_epi16(0x30),
-                bias = _mm256_set1_epi16(32);
+  const __m256i bias = _mm256_set1_epi16(32);
   // One accumulator per k: a single chain of 16 dependent FMAs per super-block (5 cycles each)
   // held a core to ~8 GB/s.
   __m256 totals[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
@@ -132,15 +131,8 @@ float dot_q6_k(const uint8_t* row, int supers, const Int16Activations& in) {
       const uint8_t* qh = row + 128 + 32 * half;
       const int g0 = s * 8 + half * 4;  // activation groups of k = 0..3
       for (int l = 0; l < 32; l += 16) {
-        const __m256i a = bytes_u16(ql + l), b = bytes_u16(ql + l + 32), h = bytes_u16(qh + l);
-        const __m256i codes[4] = {
-            _mm256_or_si256(_mm256_and_si256(a, mask4),
-                            _mm256_and_si256(_mm256_slli_epi16(h, 4), mask2)),
-            _mm256_or_si256(_mm256_and_si256(b, mask4),
-                            _mm256_and_si256(_mm256_slli_epi16(h, 2), mask2)),
-            _mm256_or_si256(_mm256_srli_epi16(a, 4), _mm256_and_si256(h, mask2)),
-            _mm256_or_si256(_mm256_srli_epi16(b, 4),
-                            _mm256_and_si256(_mm256_srli_epi16(h, 2), mask2))};
+        __m256i codes[4];
+        gguf_q6_k_codes16(ql + l, qh + l, codes);
         for (int k = 0; k < 4; ++k) {
           const __m256i p =
               _mm256_madd_epi16(_mm256_sub_epi16(codes[k], bias),
