@@ -8,8 +8,9 @@
 //     them that the weights stream from memory: GB/s read and fraction of the bandwidth;
 //   - prefill GEMM (T = 512 and 2048): GFLOP/s, and GFLOP per CPU-second against the per-core peak.
 //   - MoE expert GEMM (few tokens): the panel kernel against the few-token kernel.
-//   qmlx_kernel_bench [threads=2] [bandwidth|experts]   ("bandwidth": print only the GB/s
-//   figure; "experts": only the expert GEMM rows)
+//   qmlx_kernel_bench [threads=2] [bandwidth|gemv|experts|moe-dense]   ("bandwidth": print only
+//   the GB/s figure; "gemv": the decode GEMVs, cached and streamed; "experts": only the expert
+//   GEMM rows; "moe-dense": the MoE model's dense-layer GEMMs)
 #include <immintrin.h>
 
 #include <time.h>
@@ -130,9 +131,13 @@ AffineMatrix random_affine(int rows, int cols, int bits, int group_size, std::mt
   return m;
 }
 
-void bench_gemv(int bits, double bandwidth) {
+// Decode GEMV on MLX affine matrices streamed from memory. With `cached`, one 1024 x 1024
+// matrix run 400 times from the caches instead: the kernel's compute ceiling, in weights per
+// CPU-second (far above the streaming rate: the kernel waits on memory; close: on arithmetic).
+void bench_gemv(int bits, double bandwidth, bool cached = false) {
   // 0.8B MLP gate/up shape; 48 of them (~180 MB at 8-bit) so nothing stays in the 32 MB L3.
-  const int rows = 3584, cols = 1024, count = bits == 8 ? 48 : 96;
+  const int rows = cached ? 1024 : 3584, cols = 1024, count = cached ? 1 : bits == 8 ? 48 : 96,
+            reps = cached ? 400 : 1;
   std::mt19937 rng(bits);
   std::vector<AffineMatrix> ms;
   for (int i = 0; i < count; ++i) ms.push_back(random_affine(rows, cols, bits, 64, rng));
@@ -140,10 +145,17 @@ void bench_gemv(int bits, double bandwidth) {
   for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
   double bytes = 0;
   for (auto& m : ms) bytes += double(m.view.bytes());
-  double s = best_seconds(5, [&] {
-    for (auto& m : ms) qmlx::matmul(x.data(), 1, m.view, y.data());
+  const Timing time = best_timing(5, [&] {
+    for (int i = 0; i < reps; ++i)
+      for (auto& m : ms) qmlx::matmul(x.data(), 1, m.view, y.data());
   });
-  double gbs = bytes / s / 1e9;
+  if (cached) {
+    std::printf("| GEMV T=1 %d-bit gs64 %dx%d cached | %.1f G weights per CPU-s (%.1f GB/s) |\n",
+                bits, rows, cols, double(rows) * cols * reps / time.cpu / 1e9,
+                bytes * reps / time.cpu / 1e9);
+    return;
+  }
+  double gbs = bytes / time.wall / 1e9;
   std::printf("| GEMV T=1 %d-bit gs64 %dx%d x%d | %.0f MB | %.2f GB/s | %.0f%% of %.1f GB/s |\n",
               bits, rows, cols, count, bytes / 1e6, gbs, 100 * gbs / bandwidth, bandwidth);
 }
@@ -168,8 +180,11 @@ std::vector<uint8_t> random_gguf(qmlx::GgufType t, int rows, int cols, std::mt19
   return bytes;
 }
 
-void bench_gguf_gemv(qmlx::GgufType t, double bandwidth) {
-  const int rows = 3584, cols = 1024, count = 64;
+// Decode GEMV on GGUF blocks; with `cached`, one 1024 x 1024 matrix run 400 times from the
+// caches (see bench_gemv).
+void bench_gguf_gemv(qmlx::GgufType t, double bandwidth, bool cached = false) {
+  const int rows = cached ? 1024 : 3584, cols = 1024, count = cached ? 1 : 64,
+            reps = cached ? 400 : 1;
   std::mt19937 rng{uint32_t(t)};
   std::vector<std::vector<uint8_t>> blobs;
   std::vector<qmlx::WeightMatrix> ms;
@@ -187,10 +202,17 @@ void bench_gguf_gemv(qmlx::GgufType t, double bandwidth) {
   for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
   double bytes = 0;
   for (auto& m : ms) bytes += double(m.bytes());
-  double s = best_seconds(5, [&] {
-    for (auto& m : ms) qmlx::matmul(x.data(), 1, m, y.data());
+  const Timing time = best_timing(5, [&] {
+    for (int i = 0; i < reps; ++i)
+      for (auto& m : ms) qmlx::matmul(x.data(), 1, m, y.data());
   });
-  double gbs = bytes / s / 1e9;
+  if (cached) {
+    std::printf("| GEMV T=1 GGUF %s %dx%d cached | %.1f G weights per CPU-s (%.1f GB/s) |\n",
+                qmlx::gguf_type_name(t), rows, cols, double(rows) * cols * reps / time.cpu / 1e9,
+                bytes * reps / time.cpu / 1e9);
+    return;
+  }
+  double gbs = bytes / time.wall / 1e9;
   std::printf("| GEMV T=1 GGUF %s %dx%d x%d | %.0f MB | %.2f GB/s | %.0f%% of %.1f GB/s |\n",
               qmlx::gguf_type_name(t), rows, cols, count, bytes / 1e6, gbs, 100 * gbs / bandwidth,
               bandwidth);
@@ -261,6 +283,14 @@ int main(int argc, char** argv) {
     bench_gemm(8, 512, fma, 8192, 2048);
     bench_gemm(8, 512, fma, 2048, 4096);
     bench_gemm(8, 512, fma, 3584, 1024);
+    return 0;
+  }
+  if (argc > 2 && std::string(argv[2]) == "gemv") {
+    for (bool cached : {true, false}) {
+      for (int bits : {8, 4}) bench_gemv(bits, bandwidth, cached);
+      for (auto t : {qmlx::GgufType::kQ8_0, qmlx::GgufType::kQ4_K, qmlx::GgufType::kQ6_K})
+        bench_gguf_gemv(t, bandwidth, cached);
+    }
     return 0;
   }
   if (argc > 2 && std::string(argv[2]) == "experts") {

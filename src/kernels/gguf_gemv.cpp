@@ -67,51 +67,43 @@ inline __m256 bytes_to_floats(const uint8_t* p) {
 
 // Q4_K: f16 d, f16 dmin, scales[12], qs[128]; sub-block j (32 values) is
 // w = d * sc_j * q - dmin * m_j, its codes the low (j even) or high (j odd) nibbles of 32 bytes.
-// Per super-block the 8 multipliers d * sc_j * step_g and the minimum term are computed in one
-// vector each; two accumulators keep the FMA latency chain short.
+// The 8 sub-blocks' integer dots are summed into one vector and scaled by the 8 multipliers
+// d * sc_j * step_j at once, and the minimum term is one vector too.
 float dot_q4_k(const uint8_t* row, int supers, const Int16Activations& in) {
   const __m256i mask = _mm256_set1_epi16(0x0f);
-  __m256 total_lo = _mm256_setzero_ps(), total_hi = total_lo, mins = total_lo;
-  alignas(32) float multiplier[8];
+  __m256 total = _mm256_setzero_ps(), mins = total;
   uint8_t scales[8], min_codes[8];
   for (int s = 0; s < supers; ++s, row += 144) {
     const float d = gguf_half_at(row), dmin = gguf_half_at(row + 2);
     k4_scales_and_mins(row + 4, scales, min_codes);
     const size_t g0 = size_t(s) * 8;  // activation groups g0 .. g0 + 7
-    _mm256_store_ps(multiplier,
-                    _mm256_mul_ps(_mm256_mul_ps(bytes_to_floats(scales), _mm256_set1_ps(d)),
-                                  _mm256_loadu_ps(in.steps.data() + g0)));
+    const __m256 multiplier = _mm256_mul_ps(_mm256_mul_ps(bytes_to_floats(scales), _mm256_set1_ps(d)),
+                                            _mm256_loadu_ps(in.steps.data() + g0));
     mins = _mm256_fmadd_ps(_mm256_mul_ps(bytes_to_floats(min_codes), _mm256_set1_ps(dmin)),
                            _mm256_loadu_ps(in.sums.data() + g0), mins);
     const uint8_t* q = row + 16;
     const int16_t* x = in.codes.data() + g0 * kBlock;
+    __m256i acc[8];
     for (int pair = 0; pair < 4; ++pair, q += 32, x += 2 * kBlock) {
       const __m256i b0 = bytes_u16(q), b1 = bytes_u16(q + 16);
-      const __m256i lo =
-          _mm256_add_epi32(_mm256_madd_epi16(_mm256_and_si256(b0, mask), load_x(x)),
-                           _mm256_madd_epi16(_mm256_and_si256(b1, mask), load_x(x + 16)));
-      const __m256i hi =
+      acc[2 * pair] = _mm256_add_epi32(_mm256_madd_epi16(_mm256_and_si256(b0, mask), load_x(x)),
+                                       _mm256_madd_epi16(_mm256_and_si256(b1, mask), load_x(x + 16)));
+      acc[2 * pair + 1] =
           _mm256_add_epi32(_mm256_madd_epi16(_mm256_srli_epi16(b0, 4), load_x(x + 32)),
                            _mm256_madd_epi16(_mm256_srli_epi16(b1, 4), load_x(x + 48)));
-      total_lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_broadcast_ss(multiplier + 2 * pair),
-                                 total_lo);
-      total_hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi),
-                                 _mm256_broadcast_ss(multiplier + 2 * pair + 1), total_hi);
     }
+    total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(simd::hsum8(acc)), multiplier, total);
   }
-  return hsum(_mm256_add_ps(total_lo, total_hi)) - hsum(mins);
+  return hsum(_mm256_sub_ps(total, mins));
 }
 
 // Q6_K: ql[128], qh[64], int8 scales[16], f16 d. In each half of 128 values, value l + 32k
 // (l < 32, k < 4) has low bits nibble k/2 of ql[l + 32 (k%2)], high bits 2k..2k+1 of qh[l],
-// code - 32, and scale sc[l/16 + 2k].
+// code - 32, and scale sc[l/16 + 2k]. The 16 sub-blocks' integer dots are summed into two
+// vectors and scaled by their 16 multipliers d * sc_i * step at once.
 float dot_q6_k(const uint8_t* row, int supers, const Int16Activations& in) {
   const __m256i bias = _mm256_set1_epi16(32);
-  // One accumulator per k: a single chain of 16 dependent FMAs per super-block (5 cycles each)
-  // held a core to ~8 GB/s.
-  __m256 totals[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                      _mm256_setzero_ps()};
-  alignas(32) float multiplier[16];
+  __m256 total = _mm256_setzero_ps();
   const __m256i first_four = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
   const __m256i last_four = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
   for (int s = 0; s < supers; ++s, row += 210) {
@@ -122,10 +114,11 @@ float dot_q6_k(const uint8_t* row, int supers, const Int16Activations& in) {
     const __m256 steps = _mm256_loadu_ps(in.steps.data() + size_t(s) * 8);
     const __m256 sc_lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc));
     const __m256 sc_hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)));
-    _mm256_store_ps(multiplier, _mm256_mul_ps(_mm256_mul_ps(d, sc_lo),
-                                              _mm256_permutevar8x32_ps(steps, first_four)));
-    _mm256_store_ps(multiplier + 8, _mm256_mul_ps(_mm256_mul_ps(d, sc_hi),
-                                                  _mm256_permutevar8x32_ps(steps, last_four)));
+    const __m256 multiplier_lo =
+        _mm256_mul_ps(_mm256_mul_ps(d, sc_lo), _mm256_permutevar8x32_ps(steps, first_four));
+    const __m256 multiplier_hi =
+        _mm256_mul_ps(_mm256_mul_ps(d, sc_hi), _mm256_permutevar8x32_ps(steps, last_four));
+    __m256i acc[16];  // by sub-block
     for (int half = 0; half < 2; ++half) {
       const uint8_t* ql = row + 64 * half;
       const uint8_t* qh = row + 128 + 32 * half;
@@ -133,19 +126,16 @@ float dot_q6_k(const uint8_t* row, int supers, const Int16Activations& in) {
       for (int l = 0; l < 32; l += 16) {
         __m256i codes[4];
         gguf_q6_k_codes16(ql + l, qh + l, codes);
-        for (int k = 0; k < 4; ++k) {
-          const __m256i p =
+        for (int k = 0; k < 4; ++k)
+          acc[half * 8 + l / 16 + 2 * k] =
               _mm256_madd_epi16(_mm256_sub_epi16(codes[k], bias),
                                 load_x(in.codes.data() + size_t(g0 + k) * kBlock + l));
-          totals[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-                                      _mm256_broadcast_ss(multiplier + half * 8 + l / 16 + 2 * k),
-                                      totals[k]);
-        }
       }
     }
+    total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(simd::hsum8(acc)), multiplier_lo, total);
+    total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(simd::hsum8(acc + 8)), multiplier_hi, total);
   }
-  return hsum(
-      _mm256_add_ps(_mm256_add_ps(totals[0], totals[1]), _mm256_add_ps(totals[2], totals[3])));
+  return hsum(total);
 }
 
 }  // namespace

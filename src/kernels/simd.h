@@ -13,6 +13,15 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// The lane sums of eight int32 vectors, as one vector: lane j is the sum of v[j]'s lanes.
+inline __m256i hsum8(const __m256i v[8]) {
+  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  // a = [v0..v3 low-lane sums | v0..v3 high-lane sums], b likewise for v4..v7.
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
+                          _mm256_permute2x128_si256(a, b, 0x31));
+}
+
 // e^x for 8 lanes (Cephes' expf: x = n ln2 + r, degree-6 polynomial in r; within 2 ulp of
 // std::exp on [-87, 88]). Lanes below -87, -inf included, give exactly 0, which the
 // attention's masked scores rely on.

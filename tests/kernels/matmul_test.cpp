@@ -30,42 +30,70 @@ struct QuantCase {
 
 class AffineMatmulTest : public ::testing::TestWithParam<QuantCase> {};
 
+// MLX stores scales and biases as bf16, f16 or f32 (the dtype the model was quantized from).
+testing::TensorBlob scalar_blob(ScalarType t, const std::vector<float>& v) {
+  const std::vector<int64_t> shape{int64_t(v.size())};
+  switch (t) {
+    case ScalarType::kF32:
+      return testing::f32_blob(shape, v);
+    case ScalarType::kF16:
+      return testing::f16_blob(shape, v);
+    case ScalarType::kBF16:
+      break;
+  }
+  return testing::bf16_blob(shape, v);
+}
+
+std::string scale_blob_dtype(ScalarType t) { return scalar_blob(t, {0.f}).dtype; }
+
 TEST_P(AffineMatmulTest, MatchesNaiveDequantizedProduct) {
   const auto [bits, gs] = GetParam();
-  const int rows = 37, cols = 384;
-  auto w = random_vector(size_t(rows) * cols, 7);
-  auto q = testing::quantize_affine(w, {}, rows, cols, bits, gs);
-  WeightMatrix m;
-  m.format = WeightFormat::kAffine;
-  m.rows = rows;
-  m.cols = cols;
-  m.bits = bits;
-  m.group_size = gs;
-  m.scale_type = ScalarType::kBF16;
-  m.data = q.weight.bytes.data();
-  m.scales = q.scales.bytes.data();
-  m.biases = q.biases.bytes.data();
-  for (int T : {1, 2, 5, 13}) {
-    auto x = random_vector(size_t(T) * cols, 11 + T);
-    std::vector<float> y(size_t(T) * rows);
-    matmul(x.data(), T, m, y.data());
-    // Prefill is fp32 throughout; decode rounds x to int16 per group (~2^-16 relative).
-    EXPECT_LT(relative_error(y, naive_matmul(x, T, q.dequantized, rows, cols)),
-              T == 1 ? 1e-4 : 1e-5)
-        << "bits=" << bits << " gs=" << gs << " T=" << T;
-    if (T == 1) {
-      // Decode is exactly the product with x rounded as documented in affine_gemv.h.
-      EXPECT_LT(relative_error(y, naive_matmul(testing::round_to_int16_groups(x, gs), 1,
-                                               q.dequantized, rows, cols)),
-                2e-6)
-          << "bits=" << bits << " gs=" << gs;
+  // 384 columns give most group sizes fewer than 8 groups per row, 1,280 more than 8 and a
+  // remainder (the decode GEMV takes groups eight at a time).
+  for (const int cols : {384, 1280})
+    for (const ScalarType scale_type : {ScalarType::kBF16, ScalarType::kF16, ScalarType::kF32}) {
+      SCOPED_TRACE("bits=" + std::to_string(bits) + " gs=" + std::to_string(gs) +
+                   " cols=" + std::to_string(cols) + " scales=" + scale_blob_dtype(scale_type));
+      const int rows = 37;
+      auto w = random_vector(size_t(rows) * cols, 7);
+      auto q = testing::quantize_affine(w, {}, rows, cols, bits, gs);
+      // The quantizer's bf16 scales and biases are exact in f16 and f32 too.
+      const auto scales = scalar_blob(scale_type, q.scale_values);
+      const auto biases = scalar_blob(scale_type, q.bias_values);
+      WeightMatrix m;
+      m.format = WeightFormat::kAffine;
+      m.rows = rows;
+      m.cols = cols;
+      m.bits = bits;
+      m.group_size = gs;
+      m.scale_type = scale_type;
+      m.data = q.weight.bytes.data();
+      m.scales = scales.bytes.data();
+      m.biases = biases.bytes.data();
+      for (int T : {1, 2, 5, 13}) {
+        auto x = random_vector(size_t(T) * cols, 11 + T);
+        std::vector<float> y(size_t(T) * rows);
+        matmul(x.data(), T, m, y.data());
+        // Prefill is fp32 throughout; decode rounds x to int16 per group (~2^-16 relative).
+        EXPECT_LT(relative_error(y, naive_matmul(x, T, q.dequantized, rows, cols)),
+                  T == 1 ? 1e-4 : 1e-5)
+            << "T=" << T;
+        if (T == 1) {
+          // Decode is exactly the product with x rounded as documented in affine_gemv.h, up
+          // to fp32 rounding of the group terms (about 3e-6 at 1,280 columns, before and
+          // after the kernel took groups eight at a time).
+          EXPECT_LT(relative_error(y, naive_matmul(testing::round_to_int16_groups(x, gs), 1,
+                                                   q.dequantized, rows, cols)),
+                    4e-6);
+        }
+      }
+      // Dequantizing a row gives exactly the quantizer's values (up to the fused multiply-add).
+      std::vector<float> row(cols);
+      dequantize_rows(m, 5, 6, row.data());
+      std::vector<float> expected(q.dequantized.begin() + 5 * cols,
+                                  q.dequantized.begin() + 6 * cols);
+      EXPECT_LT(relative_error(row, expected), 1e-6);
     }
-  }
-  // Dequantizing a row gives exactly the quantizer's values (up to the fused multiply-add).
-  std::vector<float> row(cols);
-  dequantize_rows(m, 5, 6, row.data());
-  std::vector<float> expected(q.dequantized.begin() + 5 * cols, q.dequantized.begin() + 6 * cols);
-  EXPECT_LT(relative_error(row, expected), 1e-6);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllModes, AffineMatmulTest,
