@@ -105,6 +105,22 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
   job_ = nullptr;
 }
 
+void ThreadPool::parallel_chunks(size_t n, size_t chunk,
+                                 const std::function<void(size_t, size_t)>& fn) {
+  chunk = std::max<size_t>(1, chunk);
+  const size_t chunks = (n + chunk - 1) / chunk;
+  if (chunks <= 1 || workers_.empty() || t_inside_pool) {
+    if (n > 0) fn(0, n);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  // One task per thread; each claims chunks until none are left.
+  parallel_for(std::min<size_t>(chunks, size_t(size())), [&](size_t, size_t) {
+    for (size_t k = next.fetch_add(1); k < chunks; k = next.fetch_add(1))
+      fn(k * chunk, std::min(n, (k + 1) * chunk));
+  });
+}
+
 void set_default_threads(int threads) { g_requested_threads = threads; }
 
 int default_threads() {

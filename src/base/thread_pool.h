@@ -1,5 +1,6 @@
 // ThreadPool: a fixed set of workers for data-parallel loops. parallel_for splits [0, n) into
-// contiguous ranges, runs one on the calling thread, and returns when all are done. There is
+// contiguous ranges, runs one on the calling thread, and returns when all are done;
+// parallel_chunks hands out smaller chunks on demand. There is
 // one pool per process (default_pool()), sized to the cores, so nested parallel code never
 // oversubscribes: a parallel_for called from inside a worker runs serially.
 #pragma once
@@ -27,6 +28,12 @@ class ThreadPool {
   // each at least min_grain long (except when n < min_grain).
   void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn,
                     size_t min_grain = 1);
+
+  // fn(begin, end) on the chunks [k * chunk, (k + 1) * chunk) of [0, n), which the threads
+  // claim one at a time: a thread slowed by something else on its core (a shared machine)
+  // then does fewer chunks instead of holding the others up at the end, as a fixed split
+  // would. fn must not rely on how the chunks fall to threads.
+  void parallel_chunks(size_t n, size_t chunk, const std::function<void(size_t, size_t)>& fn);
 
  private:
   void worker_loop(int index);

@@ -88,12 +88,20 @@ struct MatmulJob {
   }
 };
 
+// A matrix is split into about 8 chunks per thread, claimed on demand: with a fixed half each,
+// one core sits idle whenever the other is slowed (by another process on a shared machine).
+constexpr size_t kChunksPerThread = 8;
+
 }  // namespace
 
 void matmul(const float* x, int T, const WeightMatrix& w, float* y) {
   MatmulJob job(x, T, w, y);
-  default_pool().parallel_for(
-      w.rows, [&](size_t b, size_t e) { job.run(int(b), int(e)); }, job.grain());
+  auto run = [&](size_t b, size_t e) { job.run(int(b), int(e)); };
+  ThreadPool& pool = default_pool();
+  const size_t grain = job.grain();
+  // A whole number of grains: prefill chunks then end on 16-row panel boundaries.
+  const size_t grains = size_t(w.rows) / (size_t(pool.size()) * kChunksPerThread * grain);
+  pool.parallel_chunks(w.rows, std::max<size_t>(1, grains) * grain, run);
 }
 
 void matmul_serial(const float* x, int T, const WeightMatrix& w, float* y) {

@@ -81,11 +81,12 @@ void moe_layer(const MoeWeights& w, const ModelConfig& c, const float* x, int T,
     mlp_layer(w.experts[active[a]], gathered.data(), n, expert_out[a].data());
   };
   // Few tokens per expert (decode): each expert's matrices are too small to split well, so the
-  // experts run in parallel, each on one thread. Many tokens (prefill): one expert at a time,
-  // its matmuls split over the pool.
+  // experts run in parallel, each on one thread, claimed one at a time (a thread slowed by
+  // another process then runs fewer of them). Many tokens (prefill): one expert at a time, its
+  // matmuls split over the pool.
   const bool experts_in_parallel = T <= kMaxTokensForParallelExperts;
   if (experts_in_parallel) {
-    default_pool().parallel_for(active.size(), [&](size_t b, size_t e) {
+    default_pool().parallel_chunks(active.size(), 1, [&](size_t b, size_t e) {
       for (size_t a = b; a < e; ++a) run_expert(a);
     });
   } else {
