@@ -99,10 +99,11 @@ float dot_q4_k(const uint8_t* row, int supers, const Int16Activations& in) {
 
 // Q6_K: ql[128], qh[64], int8 scales[16], f16 d. In each half of 128 values, value l + 32k
 // (l < 32, k < 4) has low bits nibble k/2 of ql[l + 32 (k%2)], high bits 2k..2k+1 of qh[l],
-// code - 32, and scale sc[l/16 + 2k]. The 16 sub-blocks' integer dots are summed into two
-// vectors and scaled by their 16 multipliers d * sc_i * step at once.
+// code - 32, and scale sc[l/16 + 2k]; sub-block i is values 16i .. 16i + 15. The 16
+// sub-blocks' integer dots are summed into two vectors, the -32 offset applied there (minus
+// 32 times the sub-block's activation sum), and scaled by their 16 multipliers
+// d * sc_i * step at once.
 float dot_q6_k(const uint8_t* row, int supers, const Int16Activations& in) {
-  const __m256i bias = _mm256_set1_epi16(32);
   __m256 total = _mm256_setzero_ps();
   const __m256i first_four = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
   const __m256i last_four = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
@@ -128,12 +129,18 @@ float dot_q6_k(const uint8_t* row, int supers, const Int16Activations& in) {
         gguf_q6_k_codes16(ql + l, qh + l, codes);
         for (int k = 0; k < 4; ++k)
           acc[half * 8 + l / 16 + 2 * k] =
-              _mm256_madd_epi16(_mm256_sub_epi16(codes[k], bias),
-                                load_x(in.codes.data() + size_t(g0 + k) * kBlock + l));
+              _mm256_madd_epi16(codes[k], load_x(in.codes.data() + size_t(g0 + k) * kBlock + l));
       }
     }
-    total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(simd::hsum8(acc)), multiplier_lo, total);
-    total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(simd::hsum8(acc + 8)), multiplier_hi, total);
+    const int32_t* sums16 = in.sums16.data() + size_t(s) * 16;
+    const __m256i offset_lo = _mm256_slli_epi32(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums16)), 5);  // 32 * sum
+    const __m256i offset_hi = _mm256_slli_epi32(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums16 + 8)), 5);
+    total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(simd::hsum8(acc), offset_lo)),
+                            multiplier_lo, total);
+    total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(simd::hsum8(acc + 8), offset_hi)),
+                            multiplier_hi, total);
   }
   return hsum(total);
 }
@@ -145,7 +152,14 @@ bool gguf_gemv_supported(GgufType t) {
 }
 
 Int16Activations prepare_gguf_gemv_input(const float* x, int cols) {
-  return quantize_int16_activations(x, cols, kBlock, false);
+  Int16Activations in = quantize_int16_activations(x, cols, kBlock, false);
+  in.sums16.resize(size_t(cols) / 16);
+  for (size_t j = 0; j < in.sums16.size(); ++j) {
+    int32_t sum = 0;
+    for (int i = 0; i < 16; ++i) sum += in.codes[j * 16 + i];
+    in.sums16[j] = sum;
+  }
+  return in;
 }
 
 void gguf_gemv_rows(const Int16Activations& in, const WeightMatrix& w, int begin, int end,

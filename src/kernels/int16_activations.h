@@ -22,6 +22,9 @@ struct Int16Activations {
   // group (affine biases, K-quant minimums) use the same x as the codes and the result is
   // exactly W . x^ rounded once.
   std::vector<float> sums;
+  // Column order only, filled by the GGUF GEMV's input: the integer sum of each 16 codes, so
+  // that Q6_K's code offset (-32) is applied once per 16-value sub-block instead of per code.
+  std::vector<int32_t> sums16;
 };
 
 // cols must be a multiple of group_size (and group_size of 32 with nibble_order).
