@@ -77,9 +77,8 @@ inline __m256i dot_group(const Int16Activations& in, const WeightMatrix& w, cons
 // applied in vectors: done per group in scalars, that bookkeeping cost as much as the 64
 // codes' arithmetic and held the 4-bit kernel to a third of what the core can do.
 template <int kBits, int kGroup, ScalarType kScale>
-float dot_row(const Int16Activations& in, const WeightMatrix& w, int r) {
+float dot_row(const Int16Activations& in, const WeightMatrix& w, int r, const uint8_t* row) {
   const int groups = in.steps.size();
-  const uint8_t* row = w.data + size_t(r) * w.row_bytes();
   const size_t meta = size_t(r) * groups;
   uint8_t scratch[128];
   __m256 total = _mm256_setzero_ps(), bias_total = _mm256_setzero_ps();
@@ -107,16 +106,17 @@ void rows_of(const Int16Activations& in, const WeightMatrix& w, int begin, int e
   const size_t row_bytes = w.row_bytes();
   const int ahead = rows_to_prefetch_ahead(row_bytes);
   for (int r = begin; r < end; ++r) {
-    if (r + ahead < end) prefetch_bytes(w.data + size_t(r + ahead) * row_bytes, row_bytes);
+    const uint8_t* row = w.data + size_t(r) * row_bytes;
+    if (r + ahead < end) prefetch_bytes(row + size_t(ahead) * row_bytes, row_bytes);
     switch (w.scale_type) {
       case ScalarType::kF32:
-        y[r] = dot_row<kBits, kGroup, ScalarType::kF32>(in, w, r);
+        y[r] = dot_row<kBits, kGroup, ScalarType::kF32>(in, w, r, row);
         break;
       case ScalarType::kF16:
-        y[r] = dot_row<kBits, kGroup, ScalarType::kF16>(in, w, r);
+        y[r] = dot_row<kBits, kGroup, ScalarType::kF16>(in, w, r, row);
         break;
       case ScalarType::kBF16:
-        y[r] = dot_row<kBits, kGroup, ScalarType::kBF16>(in, w, r);
+        y[r] = dot_row<kBits, kGroup, ScalarType::kBF16>(in, w, r, row);
         break;
     }
   }
