@@ -216,17 +216,21 @@ void dequant_q4_k_avx2(const uint8_t* b, float* y) {
   const uint8_t* packed = b + 4;
   const uint8_t* q = b + 16;
   const __m256i nibble = _mm256_set1_epi32(0x0f);
-  for (int chunk = 0; chunk < 4; ++chunk, q += 32) {
-    for (int nib = 0; nib < 2; ++nib, y += 32) {
-      int sc, mn;
-      gguf_scale_min_k4(2 * chunk + nib, packed, &sc, &mn);
-      const __m256 dl = _mm256_set1_ps(d * sc), ml = _mm256_set1_ps(dmin * mn);
-      for (int l = 0; l < 32; l += 8) {
-        const __m256i bytes =
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + l)));
-        const __m256i code = _mm256_and_si256(_mm256_srli_epi32(bytes, 4 * nib), nibble);
-        _mm256_storeu_ps(y + l, _mm256_sub_ps(_mm256_mul_ps(dl, _mm256_cvtepi32_ps(code)), ml));
-      }
+  for (int chunk = 0; chunk < 4; ++chunk, q += 32, y += 64) {
+    // Sub-blocks 2 chunk (low nibbles) and 2 chunk + 1 (high nibbles) share the 32 bytes:
+    // each 8 bytes are loaded and widened once for both.
+    int sc0, mn0, sc1, mn1;
+    gguf_scale_min_k4(2 * chunk, packed, &sc0, &mn0);
+    gguf_scale_min_k4(2 * chunk + 1, packed, &sc1, &mn1);
+    const __m256 dl0 = _mm256_set1_ps(d * sc0), ml0 = _mm256_set1_ps(dmin * mn0);
+    const __m256 dl1 = _mm256_set1_ps(d * sc1), ml1 = _mm256_set1_ps(dmin * mn1);
+    for (int l = 0; l < 32; l += 8) {
+      const __m256i bytes =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + l)));
+      const __m256 low = _mm256_cvtepi32_ps(_mm256_and_si256(bytes, nibble));
+      const __m256 high = _mm256_cvtepi32_ps(_mm256_srli_epi32(bytes, 4));
+      _mm256_storeu_ps(y + l, _mm256_sub_ps(_mm256_mul_ps(dl0, low), ml0));
+      _mm256_storeu_ps(y + 32 + l, _mm256_sub_ps(_mm256_mul_ps(dl1, high), ml1));
     }
   }
 }
