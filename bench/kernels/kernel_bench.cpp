@@ -136,7 +136,8 @@ AffineMatrix random_affine(int rows, int cols, int bits, int group_size, std::mt
 // CPU-second (far above the streaming rate: the kernel waits on memory; close: on arithmetic).
 void bench_gemv(int bits, double bandwidth, bool cached = false) {
   // 0.8B MLP gate/up shape; 48 of them (~180 MB at 8-bit) so nothing stays in the 32 MB L3.
-  const int rows = cached ? 1024 : 3584, cols = 1024, count = cached ? 1 : bits == 8 ? 48 : 96,
+  const int streamed_count = bits == 8 ? 48 : 96;
+  const int rows = cached ? 1024 : 3584, cols = 1024, count = cached ? 1 : streamed_count,
             reps = cached ? 400 : 1;
   std::mt19937 rng(bits);
   std::vector<AffineMatrix> ms;

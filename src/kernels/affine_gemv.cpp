@@ -75,7 +75,8 @@ inline __m256i dot_group(const Int16Activations& in, const WeightMatrix& w, cons
 
 // The row's groups are taken eight at a time so that their scales, biases and steps are
 // applied in vectors: done per group in scalars, that bookkeeping cost as much as the 64
-// codes' arithmetic and held the 4-bit kernel to a third of what the core can do.
+// codes' arithmetic and held the 4-bit kernel to a third of what the core can do. A group's
+// integer dot fits int32: at most 128 x 255 x 32767 < 2^31 (group sizes 32-128 only).
 template <int kBits, int kGroup, ScalarType kScale>
 float dot_row(const Int16Activations& in, const WeightMatrix& w, int r, const uint8_t* row) {
   const int groups = in.steps.size();

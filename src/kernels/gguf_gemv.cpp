@@ -77,8 +77,9 @@ float dot_q4_k(const uint8_t* row, int supers, const Int16Activations& in) {
     const float d = gguf_half_at(row), dmin = gguf_half_at(row + 2);
     k4_scales_and_mins(row + 4, scales, min_codes);
     const size_t g0 = size_t(s) * 8;  // activation groups g0 .. g0 + 7
-    const __m256 multiplier = _mm256_mul_ps(_mm256_mul_ps(bytes_to_floats(scales), _mm256_set1_ps(d)),
-                                            _mm256_loadu_ps(in.steps.data() + g0));
+    const __m256 multiplier =
+        _mm256_mul_ps(_mm256_mul_ps(bytes_to_floats(scales), _mm256_set1_ps(d)),
+                      _mm256_loadu_ps(in.steps.data() + g0));
     mins = _mm256_fmadd_ps(_mm256_mul_ps(bytes_to_floats(min_codes), _mm256_set1_ps(dmin)),
                            _mm256_loadu_ps(in.sums.data() + g0), mins);
     const uint8_t* q = row + 16;
@@ -86,8 +87,9 @@ float dot_q4_k(const uint8_t* row, int supers, const Int16Activations& in) {
     __m256i acc[8];
     for (int pair = 0; pair < 4; ++pair, q += 32, x += 2 * kBlock) {
       const __m256i b0 = bytes_u16(q), b1 = bytes_u16(q + 16);
-      acc[2 * pair] = _mm256_add_epi32(_mm256_madd_epi16(_mm256_and_si256(b0, mask), load_x(x)),
-                                       _mm256_madd_epi16(_mm256_and_si256(b1, mask), load_x(x + 16)));
+      acc[2 * pair] =
+          _mm256_add_epi32(_mm256_madd_epi16(_mm256_and_si256(b0, mask), load_x(x)),
+                           _mm256_madd_epi16(_mm256_and_si256(b1, mask), load_x(x + 16)));
       acc[2 * pair + 1] =
           _mm256_add_epi32(_mm256_madd_epi16(_mm256_srli_epi16(b0, 4), load_x(x + 32)),
                            _mm256_madd_epi16(_mm256_srli_epi16(b1, 4), load_x(x + 48)));
@@ -135,8 +137,8 @@ float dot_q6_k(const uint8_t* row, int supers, const Int16Activations& in) {
     const int32_t* sums16 = in.sums16.data() + size_t(s) * 16;
     const __m256i offset_lo = _mm256_slli_epi32(
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums16)), 5);  // 32 * sum
-    const __m256i offset_hi = _mm256_slli_epi32(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums16 + 8)), 5);
+    const __m256i offset_hi =
+        _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums16 + 8)), 5);
     total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(simd::hsum8(acc), offset_lo)),
                             multiplier_lo, total);
     total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(simd::hsum8(acc + 8), offset_hi)),
