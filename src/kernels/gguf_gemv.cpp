@@ -117,32 +117,29 @@ float dot_q6_k(const uint8_t* row, int supers, const Int16Activations& in) {
     const __m256 steps = _mm256_loadu_ps(in.steps.data() + size_t(s) * 8);
     const __m256 sc_lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc));
     const __m256 sc_hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)));
-    const __m256 multiplier_lo =
-        _mm256_mul_ps(_mm256_mul_ps(d, sc_lo), _mm256_permutevar8x32_ps(steps, first_four));
-    const __m256 multiplier_hi =
-        _mm256_mul_ps(_mm256_mul_ps(d, sc_hi), _mm256_permutevar8x32_ps(steps, last_four));
-    __m256i acc[16];  // by sub-block
+    const __m256 multipliers[2] = {
+        _mm256_mul_ps(_mm256_mul_ps(d, sc_lo), _mm256_permutevar8x32_ps(steps, first_four)),
+        _mm256_mul_ps(_mm256_mul_ps(d, sc_hi), _mm256_permutevar8x32_ps(steps, last_four))};
+    const int32_t* sums16 = in.sums16.data() + size_t(s) * 16;
+    // One half (8 sub-blocks) at a time keeps the accumulators in registers (all 16 at once
+    // were spilled to the stack).
     for (int half = 0; half < 2; ++half) {
       const uint8_t* ql = row + 64 * half;
       const uint8_t* qh = row + 128 + 32 * half;
       const int g0 = s * 8 + half * 4;  // activation groups of k = 0..3
+      __m256i acc[8];                   // by sub-block within the half
       for (int l = 0; l < 32; l += 16) {
         __m256i codes[4];
         gguf_q6_k_codes16(ql + l, qh + l, codes);
         for (int k = 0; k < 4; ++k)
-          acc[half * 8 + l / 16 + 2 * k] =
+          acc[l / 16 + 2 * k] =
               _mm256_madd_epi16(codes[k], load_x(in.codes.data() + size_t(g0 + k) * kBlock + l));
       }
+      const __m256i offset = _mm256_slli_epi32(  // 32 * the sub-blocks' activation sums
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums16 + 8 * half)), 5);
+      total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(simd::hsum8(acc), offset)),
+                              multipliers[half], total);
     }
-    const int32_t* sums16 = in.sums16.data() + size_t(s) * 16;
-    const __m256i offset_lo = _mm256_slli_epi32(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums16)), 5);  // 32 * sum
-    const __m256i offset_hi =
-        _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums16 + 8)), 5);
-    total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(simd::hsum8(acc), offset_lo)),
-                            multiplier_lo, total);
-    total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(simd::hsum8(acc + 8), offset_hi)),
-                            multiplier_hi, total);
   }
   return hsum(total);
 }
