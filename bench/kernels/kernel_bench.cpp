@@ -131,34 +131,47 @@ AffineMatrix random_affine(int rows, int cols, int bits, int group_size, std::mt
   return m;
 }
 
-// Decode GEMV on MLX affine matrices streamed from memory. With `cached`, one 1024 x 1024
-// matrix run 400 times from the caches instead: the kernel's compute ceiling, in weights per
-// CPU-second (far above the streaming rate: the kernel waits on memory; close: on arithmetic).
-void bench_gemv(int bits, double bandwidth, bool cached = false) {
-  // 0.8B MLP gate/up shape; 48 of them (~180 MB at 8-bit) so nothing stays in the 32 MB L3.
-  const int streamed_count = bits == 8 ? 48 : 96;
-  const int rows = cached ? 1024 : 3584, cols = 1024, count = cached ? 1 : streamed_count,
-            reps = cached ? 400 : 1;
-  std::mt19937 rng(bits);
-  std::vector<AffineMatrix> ms;
-  for (int i = 0; i < count; ++i) ms.push_back(random_affine(rows, cols, bits, 64, rng));
+// Decode GEMV shapes: streamed, many 0.8B MLP gate/up matrices (3584 x 1024; enough of them
+// that nothing stays in the 32 MB L3); cached, one 1024 x 1024 matrix run 400 times from the
+// caches: the kernel's compute ceiling, in weights per CPU-second (far above the streaming
+// rate: the kernel waits on memory; close: on arithmetic).
+constexpr int kGemvCols = 1024;
+int gemv_rows(bool cached) { return cached ? 1024 : 3584; }
+
+// Times the decode GEMV over `ms` (all of one shape) and prints its row of the table.
+void time_gemv(const std::string& label, const std::vector<qmlx::WeightMatrix>& ms, bool cached,
+               double bandwidth, std::mt19937& rng) {
+  const int rows = ms.front().rows, cols = ms.front().cols, reps = cached ? 400 : 1;
   std::vector<float> x(cols), y(rows);
   for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
   double bytes = 0;
-  for (auto& m : ms) bytes += double(m.view.bytes());
+  for (auto& m : ms) bytes += double(m.bytes());
   const Timing time = best_timing(5, [&] {
     for (int i = 0; i < reps; ++i)
-      for (auto& m : ms) qmlx::matmul(x.data(), 1, m.view, y.data());
+      for (auto& m : ms) qmlx::matmul(x.data(), 1, m, y.data());
   });
   if (cached) {
-    std::printf("| GEMV T=1 %d-bit gs64 %dx%d cached | %.1f G weights per CPU-s (%.1f GB/s) |\n",
-                bits, rows, cols, double(rows) * cols * reps / time.cpu / 1e9,
+    std::printf("| GEMV T=1 %s %dx%d cached | %.1f G weights per CPU-s (%.1f GB/s) |\n",
+                label.c_str(), rows, cols, double(rows) * cols * reps / time.cpu / 1e9,
                 bytes * reps / time.cpu / 1e9);
     return;
   }
-  double gbs = bytes / time.wall / 1e9;
-  std::printf("| GEMV T=1 %d-bit gs64 %dx%d x%d | %.0f MB | %.2f GB/s | %.0f%% of %.1f GB/s |\n",
-              bits, rows, cols, count, bytes / 1e6, gbs, 100 * gbs / bandwidth, bandwidth);
+  const double gbs = bytes / time.wall / 1e9;
+  std::printf("| GEMV T=1 %s %dx%d x%zu | %.0f MB | %.2f GB/s | %.0f%% of %.1f GB/s |\n",
+              label.c_str(), rows, cols, ms.size(), bytes / 1e6, gbs, 100 * gbs / bandwidth,
+              bandwidth);
+}
+
+// Decode GEMV on MLX affine matrices (48 at 8-bit, ~180 MB, when streamed).
+void bench_gemv(int bits, double bandwidth, bool cached = false) {
+  const int count = cached ? 1 : bits == 8 ? 48 : 96;
+  std::mt19937 rng(bits);
+  std::vector<AffineMatrix> ms;
+  for (int i = 0; i < count; ++i)
+    ms.push_back(random_affine(gemv_rows(cached), kGemvCols, bits, 64, rng));
+  std::vector<qmlx::WeightMatrix> views;
+  for (auto& m : ms) views.push_back(m.view);
+  time_gemv(std::to_string(bits) + "-bit gs64", views, cached, bandwidth, rng);
 }
 
 // Random GGUF blocks with small finite f16 scales (random bytes there could be NaN or huge).
@@ -181,42 +194,23 @@ std::vector<uint8_t> random_gguf(qmlx::GgufType t, int rows, int cols, std::mt19
   return bytes;
 }
 
-// Decode GEMV on GGUF blocks; with `cached`, one 1024 x 1024 matrix run 400 times from the
-// caches (see bench_gemv).
+// Decode GEMV on GGUF blocks (64 matrices when streamed).
 void bench_gguf_gemv(qmlx::GgufType t, double bandwidth, bool cached = false) {
-  const int rows = cached ? 1024 : 3584, cols = 1024, count = cached ? 1 : 64,
-            reps = cached ? 400 : 1;
+  const int rows = gemv_rows(cached), count = cached ? 1 : 64;
   std::mt19937 rng{uint32_t(t)};
   std::vector<std::vector<uint8_t>> blobs;
   std::vector<qmlx::WeightMatrix> ms;
-  for (int i = 0; i < count; ++i) blobs.push_back(random_gguf(t, rows, cols, rng));
+  for (int i = 0; i < count; ++i) blobs.push_back(random_gguf(t, rows, kGemvCols, rng));
   for (auto& b : blobs) {
     qmlx::WeightMatrix m;
     m.format = qmlx::WeightFormat::kGguf;
     m.gguf_type = t;
     m.rows = rows;
-    m.cols = cols;
+    m.cols = kGemvCols;
     m.data = b.data();
     ms.push_back(m);
   }
-  std::vector<float> x(cols), y(rows);
-  for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
-  double bytes = 0;
-  for (auto& m : ms) bytes += double(m.bytes());
-  const Timing time = best_timing(5, [&] {
-    for (int i = 0; i < reps; ++i)
-      for (auto& m : ms) qmlx::matmul(x.data(), 1, m, y.data());
-  });
-  if (cached) {
-    std::printf("| GEMV T=1 GGUF %s %dx%d cached | %.1f G weights per CPU-s (%.1f GB/s) |\n",
-                qmlx::gguf_type_name(t), rows, cols, double(rows) * cols * reps / time.cpu / 1e9,
-                bytes * reps / time.cpu / 1e9);
-    return;
-  }
-  double gbs = bytes / time.wall / 1e9;
-  std::printf("| GEMV T=1 GGUF %s %dx%d x%d | %.0f MB | %.2f GB/s | %.0f%% of %.1f GB/s |\n",
-              qmlx::gguf_type_name(t), rows, cols, count, bytes / 1e6, gbs, 100 * gbs / bandwidth,
-              bandwidth);
+  time_gemv(std::string("GGUF ") + qmlx::gguf_type_name(t), ms, cached, bandwidth, rng);
 }
 
 void bench_gemm(int bits, int T, double peak_gflops, int rows = 3584, int cols = 1024) {
