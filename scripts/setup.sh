@@ -33,3 +33,11 @@ if [[ ! -d tests/node/node_modules ]] || [[ tests/node/package-lock.json -nt tes
   (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
   touch tests/node/node_modules
 fi
+
+# The real coding agents the agent e2e tests and bench/agent/real_clients.sh drive (~1.3 GB),
+# pinned to exact releases. npm runs no install scripts here; each client runs without its own.
+if [[ ! -d tests/agents/node_modules ]] || [[ tests/agents/package-lock.json -nt tests/agents/node_modules ]]; then
+  echo "setup: installing the pinned coding agents"
+  (cd tests/agents && npm ci --no-audit --no-fund --loglevel=error)
+  touch tests/agents/node_modules
+fi
