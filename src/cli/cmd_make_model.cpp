@@ -67,9 +67,9 @@ void apply_shape_flags(const ShapeFlags& f, ModelShape& s) {
   if (f.tie) s.tie = *f.tie;
 }
 
-std::string read_text_file(const std::string& path) {
+std::string read_text_file(const std::string& path, const std::string& flag) {
   std::ifstream file(path, std::ios::binary);
-  if (!file) throw Error("cannot read --script file " + path);
+  if (!file) throw Error("cannot read " + flag + " file " + path);
   std::ostringstream text;
   text << file.rdbuf();
   return text.str();
@@ -79,6 +79,7 @@ int run_make_model(int argc, char** argv) {
   CLI::App app{"Write a random model (or a scripted fixture model) with a small tokenizer",
                "make-model"};
   std::string out, arch = "qwen3_5_moe", layout = "hf", dtype, preset, script, template_arch;
+  std::string script_after_tool;
   std::string format = "safetensors", gguf_type = "f32";
   std::optional<int> bits, group_size;
   uint64_t seed = 0;
@@ -99,6 +100,9 @@ int run_make_model(int argc, char** argv) {
   app.add_option("--preset", preset, "a real model's shape: qwen3.5-0.8b");
   app.add_option("--script", script,
                  "write the scripted fixture model: any prompt continues with this file's text");
+  app.add_option("--script-after-tool", script_after_tool,
+                 "--script only: any prompt holding a tool result (<tool_response>) continues "
+                 "with this file's text instead, so a client's tool round trip ends");
   app.add_option("--template", template_arch,
                  "--script only: chat template of this arch (default: --arch)");
   add_shape_flags(app, shape_flags);
@@ -111,7 +115,10 @@ int run_make_model(int argc, char** argv) {
   if (!script.empty()) {
     ScriptModelOptions options;
     options.template_arch = parse_arch(template_arch.empty() ? arch : template_arch);
-    write_script_model(read_text_file(script), options, out);
+    if (!script_after_tool.empty()) {
+      options.script_after_tool = read_text_file(script_after_tool, "--script-after-tool");
+    }
+    write_script_model(read_text_file(script, "--script"), options, out);
     std::printf("wrote scripted model to %s\n", out.c_str());
     return 0;
   }

@@ -26,6 +26,10 @@ constexpr float kZ = 4.0f;         // gated-norm gate input: silu(kZ) scales the
 constexpr float kMarkerLogit = 10.0f;
 constexpr float kRuleLogit = 1.0f;
 constexpr float kDefaultLogit = 1.0f;
+// The after-tool script's first token, read from the register holding <tool_response>: above
+// kDefaultLogit (script A's first token, always present) and far below a firing rule unit.
+constexpr float kAfterToolLogit = 2.0f * kDefaultLogit;
+constexpr const char* kToolResponse = "<tool_response>";
 
 size_t utf8_length(unsigned char lead) {
   if (lead < 0x80) return 1;
@@ -82,9 +86,10 @@ SpecialMatch find_next_special(const std::string& script, size_t from) {
   return best;
 }
 
-std::vector<ScriptStep> split_script_with(const std::string& script, const Vocabulary& base) {
+// `used` holds the pieces earlier scripts of the same model took, so every piece stays new.
+std::vector<ScriptStep> split_script_with(const std::string& script, const Vocabulary& base,
+                                          std::set<std::string>& used) {
   std::vector<ScriptStep> steps;
-  std::set<std::string> used;
   for (size_t at = 0; at < script.size();) {
     const SpecialMatch special = find_next_special(script, at);
     const size_t run_end = std::min(special.position, script.size());
@@ -96,38 +101,53 @@ std::vector<ScriptStep> split_script_with(const std::string& script, const Vocab
   return steps;
 }
 
-// The script as token ids, with which of them are markers.
-struct ScriptTokens {
-  std::vector<int> ids;  // the script's tokens, then <|im_end|>
-  std::set<int> markers;
+// One script as token ids: its steps, then <|im_end|>. `start_marker` is what the register
+// holds when the script starts: -1 (nothing; prompts without a tool result) or the
+// <tool_response> token (the after-tool script).
+struct ScriptSequence {
+  std::vector<ScriptStep> steps;
+  std::vector<int> ids;
+  int start_marker = -1;
 };
 
-ScriptTokens assign_ids(const std::vector<ScriptStep>& steps, Vocabulary& vocabulary) {
+// The model's scripts with their token ids, and which tokens are markers: new pieces used once
+// across all scripts, plus <tool_response> when there is an after-tool script.
+struct ScriptTokens {
+  std::vector<ScriptSequence> sequences;
+  std::set<int> markers;
+  int tool_response = -1;  // the prompt-side marker, or -1 without an after-tool script
+};
+
+ScriptTokens assign_ids(std::vector<ScriptSequence> sequences, Vocabulary& vocabulary) {
   const int base_count = vocabulary.plain_count();
-  std::vector<std::string> specials_in_order;
-  std::vector<int> ids;
-  for (const auto& step : steps) {
-    if (step.special) {
-      ids.push_back(-1);  // resolved once every plain token exists
-      specials_in_order.push_back(step.text);
-      continue;
+  for (auto& sequence : sequences) {
+    for (const auto& step : sequence.steps) {
+      if (step.special) continue;
+      const std::string byte_level = to_byte_level(step.text);
+      if (!vocabulary.plain_id(byte_level)) vocabulary.add_plain_token(byte_level);
     }
-    const std::string byte_level = to_byte_level(step.text);
-    const auto existing = vocabulary.plain_id(byte_level);
-    ids.push_back(existing ? *existing : vocabulary.add_plain_token(byte_level));
   }
-  size_t next_special = 0;
-  for (int& id : ids) {
-    if (id < 0) id = vocabulary.special_id(specials_in_order[next_special++]);
-  }
+  // Specials get their ids only now that every plain token exists.
   std::map<int, int> uses;
-  for (int id : ids) ++uses[id];
+  for (auto& sequence : sequences) {
+    for (const auto& step : sequence.steps) {
+      const int id = step.special ? vocabulary.special_id(step.text)
+                                  : *vocabulary.plain_id(to_byte_level(step.text));
+      sequence.ids.push_back(id);
+      ++uses[id];
+    }
+    sequence.ids.push_back(vocabulary.special_id("<|im_end|>"));
+  }
   ScriptTokens tokens;
   for (const auto& [id, count] : uses) {
     if (count == 1 && id >= base_count && id < vocabulary.plain_count()) tokens.markers.insert(id);
   }
-  tokens.ids = std::move(ids);
-  tokens.ids.push_back(vocabulary.special_id("<|im_end|>"));
+  if (sequences.size() > 1) {
+    tokens.tool_response = vocabulary.special_id(kToolResponse);
+    tokens.markers.insert(tokens.tool_response);
+    sequences[1].start_marker = tokens.tool_response;
+  }
+  tokens.sequences = std::move(sequences);
   return tokens;
 }
 
@@ -143,25 +163,28 @@ struct Rule {
 struct ScriptPlan {
   std::map<int, int> marker_successor;  // marker token -> next token
   std::map<Rule, int> rule_successor;   // non-marker (token, latest marker) -> next token
-  int first_token = 0;
+  std::map<int, int> first_token;       // start marker (-1: none) -> the script's first token
 };
 
-ScriptPlan plan_script(const ScriptTokens& tokens, const std::vector<ScriptStep>& steps) {
+ScriptPlan plan_script(const ScriptTokens& tokens) {
   ScriptPlan plan;
-  plan.first_token = tokens.ids.front();
-  int latest = -1;
-  for (size_t i = 0; i + 1 < tokens.ids.size(); ++i) {
-    const int token = tokens.ids[i], next = tokens.ids[i + 1];
-    if (tokens.markers.count(token)) {
-      latest = token;
-      plan.marker_successor[token] = next;
-      continue;
-    }
-    const auto [it, inserted] = plan.rule_successor.emplace(Rule{token, latest}, next);
-    if (!inserted && it->second != next) {
-      throw Error("script step " + std::to_string(i) + " (\"" + steps[i].text +
-                  "\"): the same context continues two different ways; make repeated text "
-                  "(e.g. identical tool calls) differ");
+  for (const auto& sequence : tokens.sequences) {
+    const auto& ids = sequence.ids;
+    plan.first_token[sequence.start_marker] = ids.front();
+    int latest = sequence.start_marker;
+    for (size_t i = 0; i + 1 < ids.size(); ++i) {
+      const int token = ids[i], next = ids[i + 1];
+      if (tokens.markers.count(token)) {
+        latest = token;
+        plan.marker_successor[token] = next;
+        continue;
+      }
+      const auto [it, inserted] = plan.rule_successor.emplace(Rule{token, latest}, next);
+      if (!inserted && it->second != next) {
+        throw Error("script step " + std::to_string(i) + " (\"" + sequence.steps[i].text +
+                    "\"): the same context continues two different ways; make repeated text "
+                    "(e.g. identical tool calls) differ");
+      }
     }
   }
   return plan;
@@ -182,9 +205,12 @@ struct Dims {
 Dims lay_out_dims(const ScriptTokens& tokens, const ScriptPlan& plan) {
   Dims d;
   int next = 2;
-  for (size_t i = 0; i + 1 < tokens.ids.size(); ++i) {
-    if (!d.token.count(tokens.ids[i])) d.token[tokens.ids[i]] = next++;
+  for (const auto& sequence : tokens.sequences) {
+    for (size_t i = 0; i + 1 < sequence.ids.size(); ++i) {
+      if (!d.token.count(sequence.ids[i])) d.token[sequence.ids[i]] = next++;
+    }
   }
+  if (tokens.tool_response >= 0) d.token[tokens.tool_response] = next++;
   int channel = 0;
   for (int marker : tokens.markers) {
     d.marker[marker] = next++;
@@ -237,7 +263,13 @@ class ScriptWeights {
   Matrix head() const {
     const int H = d_.hidden;
     Matrix w(int64_t{s_.vocab} * H, 0.0f);
-    w[int64_t{plan_.first_token} * H + d_.constant] = kDefaultLogit;
+    for (const auto& [start, first] : plan_.first_token) {
+      if (start < 0) {
+        w[int64_t{first} * H + d_.constant] = kDefaultLogit;
+      } else {
+        w[int64_t{first} * H + d_.marker.at(start)] = kAfterToolLogit;
+      }
+    }
     for (const auto& [marker, next] : plan_.marker_successor) {
       w[int64_t{next} * H + d_.token.at(marker)] += kMarkerLogit;
     }
@@ -363,16 +395,30 @@ ModelShape script_shape(const Dims& dims, const ScriptTokens& tokens, const Scri
 }  // namespace
 
 std::vector<ScriptStep> split_script(const std::string& script) {
-  return split_script_with(script, Vocabulary::demo());
+  std::set<std::string> used;
+  return split_script_with(script, Vocabulary::demo(), used);
 }
 
 void write_script_model(const std::string& script, const ScriptModelOptions& options,
                         const std::string& out_dir) {
   if (script.empty()) throw Error("the --script file is empty");
   Vocabulary vocabulary = Vocabulary::demo();
-  const auto steps = split_script_with(script, vocabulary);
-  const ScriptTokens tokens = assign_ids(steps, vocabulary);
-  const ScriptPlan plan = plan_script(tokens, steps);
+  std::set<std::string> used;
+  std::vector<ScriptSequence> sequences(1);
+  sequences[0].steps = split_script_with(script, vocabulary, used);
+  if (options.script_after_tool) {
+    if (options.script_after_tool->empty()) throw Error("the --script-after-tool file is empty");
+    for (const std::string* text : {&script, &*options.script_after_tool}) {
+      if (text->find(kToolResponse) != std::string::npos) {
+        throw Error(std::string("with --script-after-tool, no script may contain ") +
+                    kToolResponse + ": it is what selects the after-tool script");
+      }
+    }
+    sequences.emplace_back().steps =
+        split_script_with(*options.script_after_tool, vocabulary, used);
+  }
+  const ScriptTokens tokens = assign_ids(std::move(sequences), vocabulary);
+  const ScriptPlan plan = plan_script(tokens);
   const Dims dims = lay_out_dims(tokens, plan);
 
   ModelOptions model;

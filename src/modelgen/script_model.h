@@ -18,12 +18,20 @@
 //    one unit per (token, latest marker) pair of the script that fires only when both match.
 //    With no rule firing, a constant bias picks the script's first step, so any prompt
 //    continues with the script.
+//  - With an after-tool script (--script-after-tool), <tool_response> (a special token the Qwen
+//    templates put around every tool result) is one more marker, written by the prompt: a
+//    prompt holding a tool result leaves it in the register, and a head weight on its
+//    read-out picks the after-tool script's first step over the constant one; its first
+//    steps' rules are keyed on it. The two scripts share the vocabulary, so their pieces are
+//    distinct and every marker is still used once. A client's tool round trip thus ends: the
+//    first request calls a tool, the one carrying its result gets the second script.
 // Limits: a script in which the same (token, latest marker) context needs two different
 // continuations (e.g. a repeated identical tool call) is rejected with an error naming the
 // position, and a prompt must not end with the script's own first token when that token is
 // a special or a single vocabulary token (the script would then skip it).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +41,9 @@ namespace qmlx::modelgen {
 
 struct ScriptModelOptions {
   Arch template_arch = Arch::kQwen35;  // whose chat template the tokenizer config carries
+  // The reply to any prompt that contains a tool result (<tool_response>); without it every
+  // prompt gets the main script. Neither script may then contain <tool_response>.
+  std::optional<std::string> script_after_tool;
 };
 
 // Writes the model folder (qwen3_5 architecture, Hugging Face layout, float32).

@@ -1,0 +1,118 @@
+// One real coding agent, headless, against `qmlx serve` on loopback (label e2e):
+//  1. a one-shot prompt, streamed, on a scripted model that calls the client's own shell tool:
+//     the client must run it (the file it writes exists) and send the result back (a later
+//     request carries a tool result), and the model's answer to that request is the final one;
+//  2. a second turn with the client's continue/resume: its first request must HIT the cache and
+//     prefill at most 5% more than the tokens it added to the conversation's last prompt;
+//  3. nothing may leave the machine: the client runs with an egress trap as its proxy, and any
+//     connection it tries to make to a non-loopback host fails the test.
+// Usage: node agent_e2e.mjs QMLX_BINARY WORK_DIR AGENTS_NODE_MODULES CLIENT
+import fs from "node:fs";
+import path from "node:path";
+
+import { AFTER_TOOL_SCRIPT, CLIENTS, FILE_NAME, FILE_TEXT, FINAL_ANSWER } from "./clients.mjs";
+import {
+  bodyText, isolatedEnv, logEntryOf, makeScriptedModel, runClient, startEgressTrap,
+  startRecorder, startServer, stopServer,
+} from "./harness.mjs";
+
+const [qmlx, workRoot, nodeModules, name] = process.argv.slice(2);
+const client = CLIENTS[name];
+if (!client) {
+  console.error(`usage: agent_e2e.mjs QMLX WORK_DIR NODE_MODULES {${Object.keys(CLIENTS)}}`);
+  process.exit(2);
+}
+const PROMPT_1 = "Create out.txt in this folder with the shell.";
+const PROMPT_2 = "Thanks. Is the file still there?";
+const PREFILL_MARGIN = 1.05;
+
+const work = path.join(workRoot, name);
+fs.rmSync(work, { recursive: true, force: true });
+const home = path.join(work, "home"), project = path.join(work, "project");
+fs.mkdirSync(project, { recursive: true });
+
+let failures = 0;
+const check = (ok, what, detail = "") => {
+  console.log(`${ok ? "ok  " : "FAIL"} ${name}: ${what}${ok || !detail ? "" : `: ${detail}`}`);
+  if (!ok) ++failures;
+};
+
+// A request of the main conversation carries the user's prompt; a tool result makes it the
+// follow-up of a tool call in any of the three API shapes.
+const carries = (exchange, text) => bodyText(exchange).includes(text);
+const carriesToolResult = (exchange) =>
+  /"role":"tool"|"type":"tool_result"|"type":"function_call_output"/.test(bodyText(exchange));
+
+makeScriptedModel(qmlx, path.join(work, "model"), client.script, AFTER_TOOL_SCRIPT);
+const server = await startServer(qmlx, path.join(work, "model"), work);
+const recorder = await startRecorder(server.port);
+const trap = await startEgressTrap();
+const env = isolatedEnv(home, trap.port,
+  client.configure({ home, project, baseUrl: `http://127.0.0.1:${recorder.port}` }));
+const bin = path.join(nodeModules, ".bin", client.bin);
+
+function dump(label, run) {
+  const file = path.join(work, `${label}.out`);
+  fs.writeFileSync(file, `exit ${run.code} signal ${run.signal} after ${run.seconds}s\n` +
+    `--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}\n`);
+  return file;
+}
+
+try {
+  // Turn 1: prompt -> tool call -> the client runs it -> tool result -> final answer.
+  const turn1 = await runClient([bin, ...client.turn(PROMPT_1, { resume: false })],
+    { cwd: project, env });
+  const out1 = dump("turn1", turn1);
+  check(turn1.code === 0, `turn 1 exits 0 (${turn1.seconds.toFixed(1)} s)`, `see ${out1}`);
+  check(turn1.stdout.includes(FINAL_ANSWER), "turn 1 prints the model's final answer",
+    `see ${out1}`);
+  const written = path.join(project, FILE_NAME);
+  check(fs.existsSync(written) && fs.readFileSync(written, "utf8").trim() === FILE_TEXT,
+    `the client ran the shell tool (${FILE_NAME} holds ${FILE_TEXT})`);
+  const main1 = recorder.exchanges.filter((e) => carries(e, PROMPT_1) && e.body?.tools);
+  const followUp = main1.filter(carriesToolResult);
+  check(main1.length >= 2 && followUp.length >= 1,
+    "turn 1 sends its prompt, then the tool result in a later request",
+    `${main1.length} requests with the prompt, ${followUp.length} with a tool result`);
+  check(main1.length > 0 && main1.every((e) => e.body.stream === true &&
+    e.contentType.startsWith("text/event-stream") && e.events > 2),
+  "turn 1 streams (stream: true, text/event-stream, several events)",
+  main1.map((e) => `${e.path} stream=${e.body.stream} ${e.contentType} events=${e.events}`)
+    .join("; "));
+
+  // Turn 2: the client's continue/resume; the conversation so far must stay warm.
+  const before = recorder.exchanges.length;
+  const turn2 = await runClient([bin, ...client.turn(PROMPT_2, { resume: true })],
+    { cwd: project, env });
+  const out2 = dump("turn2", turn2);
+  check(turn2.code === 0, `turn 2 exits 0 (${turn2.seconds.toFixed(1)} s)`, `see ${out2}`);
+  const first2 = recorder.exchanges.slice(before).find((e) => carries(e, PROMPT_2));
+  check(first2 && carries(first2, PROMPT_1) && carriesToolResult(first2),
+    "turn 2 resends the first turn (prompt and tool result) with its new prompt");
+  const previous = followUp.at(-1);
+  const [entry2, entry1] = first2 && previous
+    ? [await logEntryOf(server, first2), await logEntryOf(server, previous)] : [null, null];
+  if (entry1 && entry2) {
+    const added = entry2.prompt - entry1.prompt;
+    check(entry2.hit && entry2.prefill <= PREFILL_MARGIN * added,
+      `turn 2 HITs and prefills at most the new tokens + 5% (prompt ${entry1.prompt} -> ` +
+      `${entry2.prompt}, new ${added}, cached ${entry2.cached}, prefill ${entry2.prefill})`,
+      entry2.line);
+  } else {
+    check(false, "turn 2's request and the previous one have log lines",
+      `uids ${previous?.uid} and ${first2?.uid}`);
+  }
+
+  const failed = recorder.exchanges.filter((e) => e.status >= 400);
+  check(failed.length === 0, `every request succeeds (${recorder.exchanges.length} requests)`,
+    failed.map((e) => `${e.method} ${e.path} -> ${e.status}`).join("; "));
+  check(trap.attempts.length === 0, "nothing tried to leave the machine",
+    trap.attempts.join("; "));
+} finally {
+  fs.writeFileSync(path.join(work, "requests.json"), JSON.stringify(recorder.exchanges.map(
+    (e) => ({ ...e, body: e.body ? { ...e.body, tools: e.body.tools?.length } : null })), null, 1));
+  recorder.close();
+  trap.close();
+  await stopServer(server);
+}
+process.exit(failures ? 1 : 0);
