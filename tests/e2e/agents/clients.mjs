@@ -48,11 +48,20 @@ export const CLIENTS = {
   },
 
   // opencode: a provider in opencode.json through the bundled @ai-sdk/openai-compatible;
-  // autoupdate and sharing off, models.dev and LSP downloads off by env.
+  // autoupdate and sharing off, models.dev and LSP downloads off by env. At every start opencode
+  // also npm-installs @opencode-ai/plugin into its config folder unless that folder's
+  // package-lock.json already lists it (no switch turns this off); the stub below says so, so
+  // nothing is fetched. The plugin only serves user-written plugins.
   opencode: {
     bin: "opencode",
     script: toolCallScript("bash", { command: COMMAND, description: "Write out.txt" }),
-    configure({ project, baseUrl }) {
+    configure({ home, project, baseUrl }) {
+      const configDir = path.join(home, ".config", "opencode");
+      const plugin = { "@opencode-ai/plugin": "*" };
+      fs.mkdirSync(path.join(configDir, "node_modules"), { recursive: true });
+      writeJson(path.join(configDir, "package.json"), { dependencies: plugin });
+      writeJson(path.join(configDir, "package-lock.json"),
+        { lockfileVersion: 3, packages: { "": { dependencies: plugin } } });
       writeJson(path.join(project, "opencode.json"), {
         $schema: "https://opencode.ai/config.json",
         provider: {

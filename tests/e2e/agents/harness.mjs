@@ -89,6 +89,7 @@ export async function stopServer(server) {
 export async function startRecorder(upstreamPort) {
   const exchanges = [];
   const server = http.createServer((req, res) => {
+    res.on("error", () => {});  // a client that hangs up mid-stream
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
@@ -133,6 +134,7 @@ export async function startEgressTrap() {
     res.writeHead(403).end();
   });
   server.on("connect", (req, socket) => {
+    socket.on("error", () => {});  // clients reset refused tunnels
     attempts.push(`CONNECT ${req.url}`);
     socket.end("HTTP/1.1 403 Forbidden\r\n\r\n");
   });
