@@ -40,6 +40,7 @@ const check = (ok, what, detail = "") => {
 // A request of the main conversation carries the user's prompt; a tool result makes it the
 // follow-up of a tool call in any of the three API shapes.
 const carries = (exchange, text) => bodyText(exchange).includes(text);
+const succeeded = (exchange) => exchange.status === 200;
 const carriesToolResult = (exchange) =>
   /"role":"tool"|"type":"tool_result"|"type":"function_call_output"/.test(bodyText(exchange));
 
@@ -69,7 +70,9 @@ try {
   const written = path.join(project, FILE_NAME);
   check(fs.existsSync(written) && fs.readFileSync(written, "utf8").trim() === FILE_TEXT,
     `the client ran the shell tool (${FILE_NAME} holds ${FILE_TEXT})`);
-  const main1 = recorder.exchanges.filter((e) => carries(e, PROMPT_1) && e.body?.tools);
+  // Rejected requests fail the last checks; these follow the conversation as it went on.
+  const main1 = recorder.exchanges.filter((e) => carries(e, PROMPT_1) && e.body?.tools &&
+    succeeded(e));
   const followUp = main1.filter(carriesToolResult);
   check(main1.length >= 2 && followUp.length >= 1,
     "turn 1 sends its prompt, then the tool result in a later request",
@@ -86,7 +89,8 @@ try {
     { cwd: project, env });
   const out2 = dump("turn2", turn2);
   check(turn2.code === 0, `turn 2 exits 0 (${turn2.seconds.toFixed(1)} s)`, `see ${out2}`);
-  const first2 = recorder.exchanges.slice(before).find((e) => carries(e, PROMPT_2));
+  const first2 = recorder.exchanges.slice(before).find((e) => carries(e, PROMPT_2) &&
+    succeeded(e));
   check(first2 && carries(first2, PROMPT_1) && carriesToolResult(first2),
     "turn 2 resends the first turn (prompt and tool result) with its new prompt");
   const previous = followUp.at(-1);

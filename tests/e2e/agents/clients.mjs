@@ -86,7 +86,8 @@ export const CLIENTS = {
       prompt],
   },
 
-  // Claude Code: the Anthropic env vars, every non-essential request off.
+  // Claude Code: the Anthropic env vars, every non-essential request off. --allowedTools, not
+  // --dangerously-skip-permissions, which Claude Code refuses as root (CI, containers).
   claude: {
     bin: "claude",
     script: toolCallScript("Bash", { command: COMMAND, description: "Write out.txt" }),
@@ -98,7 +99,7 @@ export const CLIENTS = {
     },
     turn: (prompt, { resume }) => [...(resume ? ["--continue"] : []), "-p", prompt,
       "--output-format", "stream-json", "--verbose", "--include-partial-messages",
-      "--dangerously-skip-permissions"],
+      "--allowedTools", "Bash"],
   },
 
   // Codex: a custom model provider on the Responses wire in $CODEX_HOME/config.toml; update
