@@ -55,7 +55,7 @@ async function runOne(name, cache) {
     for (let turn = 0; turn < turns; ++turn) {
       const before = recorder.exchanges.length;
       const run = await runClient([path.join(args.agents, ".bin", client.bin),
-        ...client.turn(PROMPTS[turn], { resume: turn > 0 })], { cwd: project, env,
+        ...client.turn(PROMPTS[turn], { resume: turn > 0, home })], { cwd: project, env,
         timeoutMs: 600000 });
       if (run.code !== 0) console.error(`${name} turn ${turn + 1}: exit ${run.code}`);
       let step = 0;

@@ -61,7 +61,7 @@ function dump(label, run) {
 
 try {
   // Turn 1: prompt -> tool call -> the client runs it -> tool result -> final answer.
-  const turn1 = await runClient([bin, ...client.turn(PROMPT_1, { resume: false })],
+  const turn1 = await runClient([bin, ...client.turn(PROMPT_1, { resume: false, home })],
     { cwd: project, env });
   const out1 = dump("turn1", turn1);
   check(turn1.code === 0, `turn 1 exits 0 (${turn1.seconds.toFixed(1)} s)`, `see ${out1}`);
@@ -85,7 +85,7 @@ try {
 
   // Turn 2: the client's continue/resume; the conversation so far must stay warm.
   const before = recorder.exchanges.length;
-  const turn2 = await runClient([bin, ...client.turn(PROMPT_2, { resume: true })],
+  const turn2 = await runClient([bin, ...client.turn(PROMPT_2, { resume: true, home })],
     { cwd: project, env });
   const out2 = dump("turn2", turn2);
   check(turn2.code === 0, `turn 2 exits 0 (${turn2.seconds.toFixed(1)} s)`, `see ${out2}`);

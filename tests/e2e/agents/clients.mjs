@@ -138,4 +138,30 @@ export const CLIENTS = {
   },
 };
 
+// Cline's CLI (npm `cline`; not pinned in tests/agents, so not in CI: run agent_e2e.mjs with its
+// node_modules by hand). Its OpenAI Compatible provider as `cline auth -p openai -k KEY -m MODEL
+// -b URL` writes it; a run continues a session by its id (`cline history` lists them).
+CLIENTS.cline = {
+  bin: "cline",
+  script: toolCallScript("run_commands", { commands: JSON.stringify([COMMAND]) }),
+  configure({ home, baseUrl }) {
+    writeJson(path.join(home, ".cline", "data", "settings", "providers.json"), {
+      version: 1,
+      lastUsedProvider: "openai-compatible",
+      modes: {},
+      providers: { "openai-compatible": { settings: { provider: "openai-compatible",
+        apiKey: "qmlx", model: MODEL_ID, baseUrl: `${baseUrl}/v1` },
+      updatedAt: new Date().toISOString(), tokenSource: "manual" } },
+    });
+    return { CLINE_NO_AUTO_UPDATE: "1", CLINE_NO_INTERACTIVE: "1" };
+  },
+  turn: (prompt, { resume, home }) => [...(resume ? ["--id", latestClineSession(home)] : []),
+    "--json", prompt],
+};
+
+function latestClineSession(home) {
+  const dir = path.join(home, ".cline", "data", "sessions");
+  return fs.readdirSync(dir).sort().at(-1);
+}
+
 export { AFTER_TOOL_SCRIPT };
