@@ -9,6 +9,7 @@
 
 #include "server/api_error.h"
 #include "server/api_server.h"
+#include "server/response_store.h"
 
 namespace qmlx::server {
 
@@ -25,6 +26,7 @@ struct ApiServer::State {
   std::shared_ptr<const ModelRuntime> runtime;  // null while the model loads
   std::unique_ptr<Scheduler> scheduler;
   PrefixCache* cache = nullptr;  // the admin routes' cache; null without one
+  ResponseStore responses;       // /v1/responses: previous_response_id memory
 
   // The runtime, or ApiError(503) while loading.
   std::shared_ptr<const ModelRuntime> ready_runtime();
