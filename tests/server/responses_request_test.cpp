@@ -4,22 +4,13 @@
 
 #include "server/reasoning_envelope.h"
 #include "server/responses_request.h"
+#include "tests/server/api_error_of.h"
 
 namespace qmlx::server {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-template <typename Fn>
-ApiError error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an ApiError";
-  return ApiError(0, "");
-}
+using testing::error_of;
 
 GenerationRequest parse(const std::string& body, const ResponseStore& store = ResponseStore()) {
   return parse_responses_request(ojson::parse(body), SamplingDefaults(), store);
