@@ -9,6 +9,7 @@
 
 #include "server/api_error.h"
 #include "server/api_server.h"
+#include "server/response_store.h"
 
 namespace qmlx::server {
 
@@ -28,6 +29,7 @@ struct ApiServer::State {
   // The model's chat template renders a system message after other messages (see
   // system_message_placement.h); probed once when the model is ready.
   bool template_takes_later_system = false;
+  ResponseStore responses;       // /v1/responses: previous_response_id memory
 
   // The runtime, or ApiError(503) while loading.
   std::shared_ptr<const ModelRuntime> ready_runtime();
