@@ -15,8 +15,7 @@ import { fileURLToPath } from "node:url";
 
 import { AFTER_TOOL_SCRIPT, CLIENTS } from "../../tests/e2e/agents/clients.mjs";
 import {
-  bodyText, isolatedEnv, logEntryOf, makeScriptedModel, runClient, startEgressTrap,
-  startRecorder, startServer, stopServer,
+  bodyText, logEntryOf, openClientSession, runClient,
 } from "../../tests/e2e/agents/harness.mjs";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -37,19 +36,9 @@ const turns = Math.min(Number(args.turns), PROMPTS.length);
 async function runOne(name, cache) {
   const client = CLIENTS[name];
   const work = path.join(args.work, `${name}-cache-${cache ? "on" : "off"}`);
-  fs.rmSync(work, { recursive: true, force: true });
-  const home = path.join(work, "home"), project = path.join(work, "project");
-  fs.mkdirSync(project, { recursive: true });
-  let model = args.model;
-  if (!model) {
-    model = path.join(work, "model");
-    makeScriptedModel(args.qmlx, model, client.script, AFTER_TOOL_SCRIPT);
-  }
-  const server = await startServer(args.qmlx, model, work, { cache });
-  const recorder = await startRecorder(server.port);
-  const trap = await startEgressTrap();
-  const env = isolatedEnv(home, trap.port,
-    client.configure({ home, project, baseUrl: `http://127.0.0.1:${recorder.port}` }));
+  const session = await openClientSession({ qmlx: args.qmlx, client, work, model: args.model,
+    cache, afterTool: AFTER_TOOL_SCRIPT });
+  const { home, project, server, recorder, trap, env } = session;
   const rows = [];
   try {
     for (let turn = 0; turn < turns; ++turn) {
@@ -69,9 +58,7 @@ async function runOne(name, cache) {
       }
     }
   } finally {
-    recorder.close();
-    trap.close();
-    await stopServer(server);
+    await session.close();
   }
   if (trap.attempts.length) console.error(`${name}: tried to leave: ${trap.attempts.join("; ")}`);
   return rows;

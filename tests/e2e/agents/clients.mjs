@@ -103,7 +103,8 @@ export const CLIENTS = {
   },
 
   // Codex: a custom model provider on the Responses wire in $CODEX_HOME/config.toml; update
-  // check, analytics, feedback and OpenTelemetry off.
+  // check, analytics, feedback and OpenTelemetry off, and the features that fetch from GitHub
+  // and chatgpt.com at start-up (plugin sync, apps, model discovery).
   codex: {
     bin: "codex",
     script: toolCallScript("exec_command", { cmd: COMMAND }),
@@ -129,6 +130,12 @@ export const CLIENTS = {
         ``,
         `[otel]`,
         `exporter = "none"`,
+        ``,
+        `[features]`,
+        `plugins = false`,
+        `remote_plugin = false`,
+        `apps = false`,
+        `api_key_model_discovery = false`,
         ``,
       ].join("\n"));
       return { CODEX_HOME: codexHome, QMLX_API_KEY: "qmlx" };

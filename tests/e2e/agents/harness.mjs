@@ -12,12 +12,11 @@ import path from "node:path";
 // `qmlx make-model --script` with the client's tool call as the main script and a final answer
 // for every prompt that carries a tool result.
 export function makeScriptedModel(qmlx, dir, script, afterTool) {
-  fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, "..", path.basename(dir) + ".script.txt"), script);
-  fs.writeFileSync(path.join(dir, "..", path.basename(dir) + ".after-tool.txt"), afterTool);
-  execFileSync(qmlx, ["make-model", "--out", dir, "--arch", "qwen3_5",
-    "--script", path.join(dir, "..", path.basename(dir) + ".script.txt"),
-    "--script-after-tool", path.join(dir, "..", path.basename(dir) + ".after-tool.txt")],
+  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  fs.writeFileSync(`${dir}.script.txt`, script);
+  fs.writeFileSync(`${dir}.after-tool.txt`, afterTool);
+  execFileSync(qmlx, ["make-model", "--out", dir, "--arch", "qwen3_5", "--script",
+    `${dir}.script.txt`, "--script-after-tool", `${dir}.after-tool.txt`],
   { stdio: ["ignore", "ignore", "inherit"] });
 }
 
@@ -187,6 +186,52 @@ export async function logEntryOf(server, exchange) {
     await new Promise((r) => setTimeout(r, 100));
   }
   return null;
+}
+
+// Everything one client run needs, in a fresh `work` folder: a throwaway HOME and project, the
+// client's scripted model (unless `model` names one), the server (cache on or off), the
+// recorder in front of it, the egress trap, and the client's configuration and environment.
+export async function openClientSession({ qmlx, client, work, model, cache = true, afterTool }) {
+  fs.rmSync(work, { recursive: true, force: true });
+  const home = path.join(work, "home"), project = path.join(work, "project");
+  fs.mkdirSync(project, { recursive: true });
+  if (!model) {
+    model = path.join(work, "model");
+    makeScriptedModel(qmlx, model, client.script, afterTool);
+  }
+  const server = await startServer(qmlx, model, work, { cache });
+  const recorder = await startRecorder(server.port);
+  const trap = await startEgressTrap();
+  const env = isolatedEnv(home, trap.port,
+    client.configure({ home, project, baseUrl: `http://127.0.0.1:${recorder.port}` }));
+  const close = async () => {
+    recorder.close();
+    trap.close();
+    await stopServer(server);
+  };
+  return { home, project, server, recorder, trap, env, close };
+}
+
+// The text of a request's last message when it is the user's (its text parts joined), in any of
+// the three API shapes: chat messages, Anthropic messages, Responses input items.
+export function lastUserText(body) {
+  const items = body?.messages ?? (Array.isArray(body?.input) ? body.input : []);
+  const last = items.at(-1);
+  if (!last || last.role !== "user") return null;
+  if (typeof last.content === "string") return last.content;
+  return (last.content ?? []).filter((p) => typeof p.text === "string").map((p) => p.text)
+    .join("\n");
+}
+
+// How many tokens `text` takes as a user turn of its own, as the model's template renders it
+// (`/apply-template`): the least a turn that adds only this message can prefill.
+export async function userTurnTokens(server, text) {
+  const response = await fetch(`http://127.0.0.1:${server.port}/apply-template`, {
+    method: "POST", headers: { "content-type": "application/json", authorization: "Bearer qmlx" },
+    body: JSON.stringify({ model: "qmlx-fixture", messages: [{ role: "user", content: text }] }),
+  });
+  if (!response.ok) throw new Error(`/apply-template: ${response.status} ${await response.text()}`);
+  return (await response.json()).tokens.length;
 }
 
 // The whole request body as one string, for "does this request carry X" checks.
