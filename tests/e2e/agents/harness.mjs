@@ -52,8 +52,11 @@ export async function startServer(qmlx, modelDir, workDir, { cache = true, extra
     : { memory_prefix_cache: false, disk_kv_cache: false } }));
   const logPath = path.join(workDir, "server.log");
   const log = fs.createWriteStream(logPath);
+  // Greedy by default: the clients send no temperature, and the scripted model replies with its
+  // script exactly only at temperature 0 (at the server's default of 1 it strays now and then).
   const child = spawn(qmlx, ["serve", "--model", modelDir, "--port", String(port),
-    "--host", "127.0.0.1", "--model-id", "qmlx-fixture", "--cache-config", config, ...extraArgs],
+    "--host", "127.0.0.1", "--model-id", "qmlx-fixture", "--cache-config", config,
+    "--default-temperature", "0", ...extraArgs],
   { stdio: ["ignore", "ignore", "pipe"] });
   const server = { port, child, logPath, entries: [], stderr: "" };
   child.stderr.on("data", (chunk) => {
