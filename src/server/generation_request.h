@@ -54,6 +54,9 @@ struct GenerationRequest {
   std::vector<int32_t> prompt_ids;
   bool echo = false;
 
+  // The prompt normalization rules that changed this request, in order (for its log line).
+  std::vector<std::string> normalized;
+
   ApiStyle style() const {
     return route == Route::kMessages ? ApiStyle::kAnthropic : ApiStyle::kOpenAI;
   }

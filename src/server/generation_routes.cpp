@@ -7,6 +7,7 @@
 #include "server/anthropic_format.h"
 #include "server/api_server_state.h"
 #include "server/openai_format.h"
+#include "server/prompt_normalizer.h"
 #include "server/request_parser.h"
 #include "server/sse.h"
 
@@ -277,6 +278,7 @@ void handle_generation(const httplib::Request& req, httplib::Response& res, Stat
   std::shared_ptr<const ModelRuntime> runtime = state.ready_runtime();
   GenerationRequest r = parse(parse_body(req.body), state.options.sampling);
   state.check_model(r.model, *runtime);
+  normalize_and_record(r, state.options.prompt_normalization, state.metrics);
   RenderedPrompt prompt = render_prompt(r, *runtime);
   apply_context_limit(r, static_cast<int64_t>(prompt.ids.size()), state.context_limit(*runtime));
   uint64_t uid = state.next_uid.fetch_add(1);
