@@ -721,14 +721,14 @@ class PromptNormalizationTest : public ApiServerTest {
   // Sends Claude Code's request `n` times; returns the log the server wrote meanwhile and the
   // metrics after, once the server stopped (so every log line is written).
   std::pair<std::string, std::string> send_and_stop(int n) {
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     for (int i = 0; i < n; ++i) {
       auto res = post("/v1/messages", claude_code_request().dump(), {{"x-api-key", "k"}});
       EXPECT_TRUE(res && res->status == 200);
     }
     std::string metrics = scrape();
     server_->stop(std::chrono::milliseconds(2000));
-    return {testing::internal::GetCapturedStderr(), metrics};
+    return {::testing::internal::GetCapturedStderr(), metrics};
   }
 };
 
