@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prompt normalization on real client traffic: prefill per request with every rule on and with
-# every rule off, on a scripted model (the reply is fixed; the prompts are the clients' own).
+# Prompt normalization on real client traffic: prefill per request with every rule off, with
+# the defaults (strip_claude_code_billing_header only) and with every rule on, on a scripted
+# model (the reply is fixed; the prompts are the clients' own).
 #   Qwen Code: a one-shot prompt, its --continue second turn, then a new session (each also
 #              sends its own side requests: memory extraction, summaries).
 #   Claude Code: the first request of two new sessions with different first prompts (captured
@@ -89,16 +90,17 @@ label() {
 
 capture_claude
 printf 'client|step|rules|prompt|cached|prefill|fired\n'
-for mode in on off; do
-  enabled=$([ "$mode" = on ] && echo true || echo false)
+for mode in off default all; do
+  billing=$([ "$mode" = off ] && echo false || echo true)
+  tools=$([ "$mode" = all ] && echo true || echo false)
   mkdir -p "$WORK/$mode" "$WORK/qwen_home/.qwen"
   rm -rf "$WORK/qwen_home/.qwen/"*
   echo '{"telemetry": {"enabled": false}, "usageStatisticsEnabled": false}' \
     > "$WORK/qwen_home/.qwen/settings.json"
   cat > "$WORK/$mode/config.json" <<EOF
 {"cache": {"disk_cache_dir": "$WORK/$mode/cache", "fsync": false},
- "prompt_normalization": {"strip_claude_code_billing_header": $enabled,
-                          "canonical_tool_order": $enabled}}
+ "prompt_normalization": {"strip_claude_code_billing_header": $billing,
+                          "canonical_tool_order": $tools}}
 EOF
   LOG=$WORK/$mode/serve.log
   "$QMLX" serve --model "$WORK/model" --port "$PORT" --cache-config "$WORK/$mode/config.json" \

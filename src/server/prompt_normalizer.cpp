@@ -78,12 +78,15 @@ std::string tool_name(const ordered_json& tool) {
   return name != fn->end() && name->is_string() ? name->get<std::string>() : "";
 }
 
-// Qwen Code (0.24) sends, after every turn, a background request with the same conversation
-// and the same tools in another order; the template renders the tools first, so that request
-// diverges at token ~64 and is a cold prefill of the whole prompt, blocking the next turn.
-// Sorting the tools by name (stable: unnamed tools and equal names keep their order) gives
-// every request of a client one rendering of its tools. The order carries no meaning to the
-// model that a client could rely on: OpenAI and Anthropic document tools as a set.
+// For clients whose tool list changes order between requests (none of the measured ones
+// does): sorting by name (stable: unnamed tools and equal names keep their order) gives every
+// request one rendering of its tools, which the template puts before everything else. Off by
+// default. Measured on Qwen Code 0.24.4 and Claude Code 2.1.332 it changes no request's
+// prefill: Qwen Code's main requests already list their tools sorted, and the background
+// request it sends after every turn (read in issue 14 as the same prompt with the tools
+// reordered) is its memory-extraction subagent, with another system prompt and another tool
+// set. And it can cost: a tool that a client appends mid-conversation lands inside the sorted
+// list, so the prompt diverges inside the tools instead of after them.
 bool canonical_tool_order(GenerationRequest& request) {
   if (!request.tools.is_array() || request.tools.size() < 2) return false;
   std::vector<std::pair<std::string, size_t>> order;
@@ -107,9 +110,9 @@ const PromptNormalizationRule kRules[] = {
      "remove Claude Code's \"x-anthropic-billing-header: cc_version=...;\" line from the start "
      "of system messages (it differs per session and per request)",
      strip_claude_code_billing_header},
-    {"canonical_tool_order", true,
-     "sort the request's tools by function name, so requests that list the same tools in "
-     "another order (Qwen Code's background requests) share the prefix",
+    {"canonical_tool_order", false,
+     "sort the request's tools by function name, for clients that list the same tools in "
+     "another order from one request to the next (none measured does)",
      canonical_tool_order},
 };
 

@@ -734,7 +734,9 @@ class PromptNormalizationTest : public ApiServerTest {
 
 // The rules rewrite the request, its log line names them and the per-rule counter moves.
 TEST_F(PromptNormalizationTest, RulesThatFireAreLoggedAndCounted) {
-  start();
+  ServerOptions all;
+  all.prompt_normalization.set("canonical_tool_order", true);  // off by default
+  start({}, all);
   EXPECT_NE(scrape().find(kBillingCounter + std::string("0")), std::string::npos);
   auto [log, metrics] = send_and_stop(2);
   EXPECT_NE(metrics.find(kBillingCounter + std::string("2")), std::string::npos) << metrics;

@@ -209,12 +209,13 @@ TEST_F(OptionsTest, HelpDocumentsEveryFlagAndKey) {
 TEST_F(OptionsTest, PromptNormalizationRulesAreSwitchedByName) {
   ServerOptions options;
   EXPECT_TRUE(options.prompt_normalization.enabled("strip_claude_code_billing_header"));
-  EXPECT_TRUE(options.prompt_normalization.enabled("canonical_tool_order"));
-  apply_config_file(nlohmann::json::parse(R"({"prompt_normalization":
-      {"canonical_tool_order": false, "strip_timestamps": true}})"),
-                    "c.json", {}, options);
   EXPECT_FALSE(options.prompt_normalization.enabled("canonical_tool_order"));
-  EXPECT_TRUE(options.prompt_normalization.enabled("strip_claude_code_billing_header"));
+  apply_config_file(nlohmann::json::parse(R"({"prompt_normalization":
+      {"canonical_tool_order": true, "strip_claude_code_billing_header": false,
+       "strip_timestamps": true}})"),
+                    "c.json", {}, options);
+  EXPECT_TRUE(options.prompt_normalization.enabled("canonical_tool_order"));
+  EXPECT_FALSE(options.prompt_normalization.enabled("strip_claude_code_billing_header"));
   ASSERT_EQ(options.warnings.size(), 1u);
   EXPECT_NE(options.warnings[0].find("prompt_normalization.strip_timestamps"), std::string::npos);
 

@@ -166,14 +166,28 @@ TEST(PromptNormalization, SwitchedOffRulesDoNothing) {
   EXPECT_EQ(r.tools, before.tools);
 }
 
-TEST(PromptNormalization, DefaultsFireInTableOrderAndRawCompletionsAreUntouched) {
+TEST(PromptNormalization, DefaultsAndTableOrder) {
+  PromptNormalizationOptions defaults;
+  EXPECT_TRUE(defaults.enabled("strip_claude_code_billing_header"));
+  EXPECT_FALSE(defaults.enabled("canonical_tool_order"));
   GenerationRequest r = chat(system_and_user(std::string(kHeader) + "\nx"), {tool("b"), tool("a")});
-  EXPECT_EQ(normalize_prompt(r, PromptNormalizationOptions()),
+  EXPECT_EQ(normalize_prompt(r, defaults),
+            std::vector<std::string>{"strip_claude_code_billing_header"});
+  PromptNormalizationOptions all;
+  all.set("canonical_tool_order", true);
+  r = chat(system_and_user(std::string(kHeader) + "\nx"), {tool("b"), tool("a")});
+  EXPECT_EQ(normalize_prompt(r, all),
             (std::vector<std::string>{"strip_claude_code_billing_header", "canonical_tool_order"}));
+}
+
+TEST(PromptNormalization, RawCompletionsAreUntouched) {
   GenerationRequest completion;
   completion.route = Route::kCompletions;
   completion.prompt_text = std::string(kHeader) + "\nx";
-  EXPECT_TRUE(normalize_prompt(completion, PromptNormalizationOptions()).empty());
+  PromptNormalizationOptions all;
+  all.set("canonical_tool_order", true);
+  EXPECT_TRUE(normalize_prompt(completion, all).empty());
+  EXPECT_EQ(*completion.prompt_text, std::string(kHeader) + "\nx");
   EXPECT_THROW(PromptNormalizationOptions().set("no_such_rule", true), Error);
 }
 
