@@ -44,7 +44,7 @@ const ConfigKeyDoc kModelKeys[] = {
      "restore K/V and recurrent state from the SSD cache (same as --disk-kv-restore)"},
 };
 
-// The keys of `object` that `docs` names under `prefix` ("model.path" is "path" in "model").
+// The keys that `docs` names under `prefix`, without it ("model.path" is "path" in "model").
 std::set<std::string> keys_under(const std::string& prefix, const std::vector<ConfigKeyDoc>& docs) {
   std::set<std::string> keys;
   for (const ConfigKeyDoc& doc : docs) {
