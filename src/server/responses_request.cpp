@@ -272,6 +272,17 @@ void parse_reasoning(const json& body, GenerationRequest& r) {
   }
 }
 
+// Structured output (text.format json_schema) is not enforced: the model answers in free text.
+void parse_text(const json& body) {
+  const json* text = optional_field(body, "text");
+  if (text == nullptr) return;
+  if (!text->is_object()) bad_field("text", "must be an object");
+  const json* format = optional_field(*text, "format");
+  if (format != nullptr && format->is_object() && format->value("type", "") == "json_schema") {
+    log_info("responses: text.format json_schema is not enforced (the reply is free text)");
+  }
+}
+
 json conversation_items(const json& body, const ResponseStore& store, ResponsesRequest& info) {
   json items = json::array();
   if (const json* previous = optional_field(body, "previous_response_id")) {
@@ -334,6 +345,7 @@ GenerationRequest parse_responses_request(const json& body, const SamplingDefaul
   r.messages = messages.finish();
   parse_tool_choice(body, r);
   parse_reasoning(body, r);
+  parse_text(body);
   r.stream = bool_field(body, "stream", false);
   if (auto limit = integer_field(body, "max_output_tokens", 1)) {
     r.max_tokens = static_cast<int>(std::min<int64_t>(*limit, 1 << 30));
