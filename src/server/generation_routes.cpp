@@ -328,15 +328,18 @@ void handle_generation(const httplib::Request& req, httplib::Response& res, Stat
 
 void add_generation_routes(httplib::Server& http, State& state) {
   // A generation that reaches the engine logs its HIT/MISS line; only rejections log here.
-  add_route(http, state, "POST", {"/v1/chat/completions", ApiStyle::kOpenAI, true, false},
+  add_route(http, state, "POST",
+            {"/v1/chat/completions", ApiStyle::kOpenAI, true, RequestLog::kFailures},
             [](const auto& req, auto& res, State& s) {
               handle_generation(req, res, s, parse_chat_request);
             });
-  add_route(http, state, "POST", {"/v1/completions", ApiStyle::kOpenAI, true, false},
+  add_route(http, state, "POST",
+            {"/v1/completions", ApiStyle::kOpenAI, true, RequestLog::kFailures},
             [](const auto& req, auto& res, State& s) {
               handle_generation(req, res, s, parse_completion_request);
             });
-  add_route(http, state, "POST", {"/v1/messages", ApiStyle::kAnthropic, true, false},
+  add_route(http, state, "POST",
+            {"/v1/messages", ApiStyle::kAnthropic, true, RequestLog::kFailures},
             [](const auto& req, auto& res, State& s) {
               handle_generation(req, res, s, parse_messages_request);
             });
