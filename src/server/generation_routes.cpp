@@ -343,7 +343,7 @@ void add_generation_routes(httplib::Server& http, State& state) {
             [](const auto& req, auto& res, State& s) {
               handle_generation(req, res, s, parse_messages_request);
             });
-  add_route(http, state, "POST", {"/v1/responses", ApiStyle::kOpenAI, true, false},
+  add_route(http, state, "POST", {"/v1/responses", ApiStyle::kOpenAI, true, RequestLog::kFailures},
             [](const auto& req, auto& res, State& s) {
               handle_generation(req, res, s, [&s](const auto& body, const auto& defaults) {
                 return parse_responses_request(body, defaults, s.responses);
