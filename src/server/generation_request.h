@@ -1,9 +1,10 @@
 // GenerationRequest: one API request in the server's own terms, whatever route it came from.
-// The three generation routes (OpenAI chat, OpenAI completions, Anthropic messages) parse and
+// The generation routes (OpenAI chat, completions and responses, Anthropic messages) parse and
 // validate into this; everything downstream (template, scheduler, decode loop) sees only it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,7 +15,9 @@
 
 namespace qmlx::server {
 
-enum class Route { kChatCompletions, kCompletions, kMessages };
+enum class Route { kChatCompletions, kCompletions, kMessages, kResponses };
+
+struct ResponsesRequest;  // server/responses_request.h
 
 struct SamplingParams {
   double temperature = 1.0;
@@ -48,6 +51,8 @@ struct GenerationRequest {
   ToolChoiceMode tool_choice = ToolChoiceMode::kAuto;
   std::string tool_choice_name;
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+  // Anthropic thinking.display "omitted": reasoning is generated but its text is not sent.
+  bool omit_reasoning_text = false;
 
   // Completions route: the prompt as text or as token ids (exactly one is set).
   std::optional<std::string> prompt_text;
@@ -56,6 +61,9 @@ struct GenerationRequest {
 
   // The prompt normalization rules that changed this request, in order (for its log line).
   std::vector<std::string> normalized;
+  // Responses route: what mapping the reply back to Responses items needs (tool kinds and
+  // namespaces, the conversation to store for previous_response_id); null on other routes.
+  std::shared_ptr<const ResponsesRequest> responses;
 
   ApiStyle style() const {
     return route == Route::kMessages ? ApiStyle::kAnthropic : ApiStyle::kOpenAI;

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "base/process.h"
 #include "server/generation_runner.h"
 #include "server/prompt_normalizer.h"
@@ -99,6 +101,21 @@ std::string request_log_line(uint64_t uid, FinishReason finish, const Generation
     for (size_t i = 0; i < stats.normalized.size(); ++i) {
       out += (i ? "," : "") + stats.normalized[i];
     }
+  }
+  return out;
+}
+
+std::string answered_request_log_line(uint64_t uid, const std::string& method,
+                                      const std::string& path, int status,
+                                      const std::string& message) {
+  constexpr size_t kMaxMessage = 300;  // a client-chosen value in a message stays one short line
+  std::string out = "uid=" + std::to_string(uid) + " " + method + " " + path +
+                    " status=" + std::to_string(status);
+  if (!message.empty()) {
+    std::string shown =
+        message.size() > kMaxMessage ? message.substr(0, kMaxMessage) + "..." : message;
+    out += " error=" +
+           nlohmann::json(shown).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   return out;
 }
