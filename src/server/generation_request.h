@@ -59,6 +59,8 @@ struct GenerationRequest {
   std::vector<int32_t> prompt_ids;
   bool echo = false;
 
+  // The prompt normalization rules that changed this request, in order (for its log line).
+  std::vector<std::string> normalized;
   // Responses route: what mapping the reply back to Responses items needs (tool kinds and
   // namespaces, the conversation to store for previous_response_id); null on other routes.
   std::shared_ptr<const ResponsesRequest> responses;

@@ -9,6 +9,7 @@
 #include "server/anthropic_format.h"
 #include "server/api_server_state.h"
 #include "server/openai_format.h"
+#include "server/prompt_normalizer.h"
 #include "server/request_parser.h"
 #include "server/responses_format.h"
 #include "server/responses_request.h"
@@ -305,6 +306,8 @@ void handle_generation(const httplib::Request& req, httplib::Response& res, Stat
   // The model is checked first, so a request for another model is told that, not a schema error.
   state.check_model(requested_model(body), *runtime);
   GenerationRequest r = parse(body, state.options.sampling);
+  // The rules see the messages as the client sent them; placement then fits them to the template.
+  normalize_and_record(r, state.options.prompt_normalization, state.metrics);
   place_system_messages(r.messages, state.template_takes_later_system);
   RenderedPrompt prompt = render_prompt(r, *runtime);
   apply_context_limit(r, static_cast<int64_t>(prompt.ids.size()), state.context_limit(*runtime));
@@ -328,19 +331,22 @@ void handle_generation(const httplib::Request& req, httplib::Response& res, Stat
 
 void add_generation_routes(httplib::Server& http, State& state) {
   // A generation that reaches the engine logs its HIT/MISS line; only rejections log here.
-  add_route(http, state, "POST", {"/v1/chat/completions", ApiStyle::kOpenAI, true, false},
+  add_route(http, state, "POST",
+            {"/v1/chat/completions", ApiStyle::kOpenAI, true, RequestLog::kFailures},
             [](const auto& req, auto& res, State& s) {
               handle_generation(req, res, s, parse_chat_request);
             });
-  add_route(http, state, "POST", {"/v1/completions", ApiStyle::kOpenAI, true, false},
+  add_route(http, state, "POST",
+            {"/v1/completions", ApiStyle::kOpenAI, true, RequestLog::kFailures},
             [](const auto& req, auto& res, State& s) {
               handle_generation(req, res, s, parse_completion_request);
             });
-  add_route(http, state, "POST", {"/v1/messages", ApiStyle::kAnthropic, true, false},
+  add_route(http, state, "POST",
+            {"/v1/messages", ApiStyle::kAnthropic, true, RequestLog::kFailures},
             [](const auto& req, auto& res, State& s) {
               handle_generation(req, res, s, parse_messages_request);
             });
-  add_route(http, state, "POST", {"/v1/responses", ApiStyle::kOpenAI},
+  add_route(http, state, "POST", {"/v1/responses", ApiStyle::kOpenAI, true, RequestLog::kFailures},
             [](const auto& req, auto& res, State& s) {
               handle_generation(req, res, s, [&s](const auto& body, const auto& defaults) {
                 return parse_responses_request(body, defaults, s.responses);

@@ -17,7 +17,7 @@ namespace qmlx::server {
 
 class ResponseStore {
  public:
-  static constexpr size_t kDefaultCapacity = 256;
+  static constexpr size_t kDefaultCapacity = 64;
 
   explicit ResponseStore(size_t capacity = kDefaultCapacity) : capacity_(capacity) {}
 

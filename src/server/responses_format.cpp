@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "server/api_error.h"
-#include "server/reasoning_envelope.h"
+#include "server/reasoning_signature.h"
 #include "server/sse.h"
 
 namespace qmlx::server {
@@ -130,7 +130,7 @@ std::string ResponsesEventStream::close() {
       out += event("response.content_part.done",
                    item_event({{"content_index", 0}, {"part", text_part(part, text_)}}));
       item_["content"] = json::array({text_part(part, text_)});
-      if (reasoning) item_["encrypted_content"] = seal_reasoning(text_);
+      if (reasoning) item_["encrypted_content"] = reasoning_signature(text_);
       break;
     }
     case Item::kFunctionCall:

@@ -4,7 +4,7 @@
 // response.output_item.added and closed by response.output_item.done:
 //   reasoning        content_part.added, reasoning_text.delta..., reasoning_text.done,
 //                    content_part.done (the item carries encrypted_content, see
-//                    reasoning_envelope.h)
+//                    reasoning_signature.h)
 //   message          content_part.added, output_text.delta..., output_text.done,
 //                    content_part.done
 //   function_call    function_call_arguments.delta..., function_call_arguments.done

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "base/logging.h"
-#include "server/reasoning_envelope.h"
+#include "server/reasoning_signature.h"
 #include "server/request_parser.h"
 
 namespace qmlx::server {
@@ -52,7 +52,7 @@ std::string parts_text(const json& content, const std::string& path) {
 std::string reasoning_text(const json& item, const std::string& path) {
   if (std::string sealed = optional_string(item, "encrypted_content", path + ".encrypted_content");
       !sealed.empty()) {
-    if (auto text = open_reasoning(sealed)) return *text;
+    if (auto text = reasoning_from_signature(sealed)) return *text;
   }
   std::string text;
   for (const char* key : {"content", "summary"}) {
@@ -73,7 +73,11 @@ std::string reasoning_text(const json& item, const std::string& path) {
 // Builds the OpenAI-shaped conversation from Responses items, one item at a time.
 class MessageBuilder {
  public:
-  void instructions(const std::string& text) { add_system(text); }
+  // The system prompt: place_system_messages (run on every chat route) merges it with the
+  // developer/system items that open the input and decides how later ones are rendered.
+  void instructions(const std::string& text) {
+    if (!text.empty()) messages_.push_back({{"role", "system"}, {"content", text}});
+  }
 
   void item(const json& item, const std::string& path) {
     if (!item.is_object()) bad_field(path, "must be an object");
@@ -95,7 +99,6 @@ class MessageBuilder {
                            {"tool_call_id", string_field(item, "call_id", path + ".call_id")},
                            {"content", parts_text(required_field(item, "output", path + ".output"),
                                                   path + ".output")}});
-      leading_ = false;
     } else {
       bad_field(path + ".type", "is \"" + type +
                                     "\": input items must be message, reasoning, function_call, "
@@ -106,10 +109,7 @@ class MessageBuilder {
 
   json finish() {
     flush();
-    json out = json::array();
-    if (!system_.empty()) out.push_back({{"role", "system"}, {"content", system_}});
-    for (auto& m : messages_) out.push_back(std::move(m));
-    return out;
+    return std::move(messages_);
   }
 
  private:
@@ -117,12 +117,6 @@ class MessageBuilder {
     std::string content, reasoning;
     json tool_calls = json::array();
   };
-
-  void add_system(const std::string& text) {
-    if (text.empty()) return;
-    if (!system_.empty()) system_ += "\n\n";
-    system_ += text;
-  }
 
   void message(const json& item, const std::string& path) {
     const std::string& role = string_field(item, "role", path + ".role");
@@ -138,14 +132,7 @@ class MessageBuilder {
       bad_field(path + ".role", "must be user, assistant, system or developer");
     }
     flush();
-    if (role != "user" && leading_) {
-      add_system(text);
-      return;
-    }
-    // A later developer/system message is shown as a user turn: Qwen templates accept a
-    // system message only first, and this keeps every token before it unchanged.
-    messages_.push_back({{"role", "user"}, {"content", text}});
-    leading_ = false;
+    messages_.push_back({{"role", role == "user" ? "user" : "system"}, {"content", text}});
   }
 
   void call(const json& item, const std::string& path, json arguments) {
@@ -168,11 +155,8 @@ class MessageBuilder {
     if (!assistant_.tool_calls.empty()) message["tool_calls"] = assistant_.tool_calls;
     messages_.push_back(std::move(message));
     assistant_ = Assistant();
-    leading_ = false;
   }
 
-  std::string system_;
-  bool leading_ = true;  // no user, assistant or tool message yet
   json messages_ = json::array();
   Assistant assistant_;
 };
@@ -272,6 +256,17 @@ void parse_reasoning(const json& body, GenerationRequest& r) {
   }
 }
 
+// Structured output (text.format json_schema) is not enforced: the model answers in free text.
+void parse_text(const json& body) {
+  const json* text = optional_field(body, "text");
+  if (text == nullptr) return;
+  if (!text->is_object()) bad_field("text", "must be an object");
+  const json* format = optional_field(*text, "format");
+  if (format != nullptr && format->is_object() && format->value("type", "") == "json_schema") {
+    log_info("responses: text.format json_schema is not enforced (the reply is free text)");
+  }
+}
+
 json conversation_items(const json& body, const ResponseStore& store, ResponsesRequest& info) {
   json items = json::array();
   if (const json* previous = optional_field(body, "previous_response_id")) {
@@ -334,6 +329,7 @@ GenerationRequest parse_responses_request(const json& body, const SamplingDefaul
   r.messages = messages.finish();
   parse_tool_choice(body, r);
   parse_reasoning(body, r);
+  parse_text(body);
   r.stream = bool_field(body, "stream", false);
   if (auto limit = integer_field(body, "max_output_tokens", 1)) {
     r.max_tokens = static_cast<int>(std::min<int64_t>(*limit, 1 << 30));

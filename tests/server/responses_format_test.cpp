@@ -3,7 +3,7 @@
 // non-streamed object carrying the same items.
 #include <gtest/gtest.h>
 
-#include "server/reasoning_envelope.h"
+#include "server/reasoning_signature.h"
 #include "server/responses_format.h"
 #include "tests/server/fake_runtime.h"
 #include "tests/server/sse_reader.h"
@@ -106,7 +106,8 @@ TEST_F(ResponsesFormatTest, StreamHasTheExactEventSequence) {
   EXPECT_EQ(reasoning["status"], "completed");
   EXPECT_EQ(reasoning["content"], json::parse(R"([{"type": "reasoning_text",
                                                    "text": "think more"}])"));
-  EXPECT_EQ(open_reasoning(reasoning["encrypted_content"].get<std::string>()), "think more");
+  EXPECT_EQ(reasoning_from_signature(reasoning["encrypted_content"].get<std::string>()),
+            "think more");
 
   EXPECT_EQ(e.data[11]["part"]["type"], "output_text");
   EXPECT_EQ(e.data[12]["delta"], "Hel");
@@ -188,17 +189,18 @@ TEST_F(ResponsesFormatTest, WholeResponseHasTheStreamsItems) {
   EXPECT_EQ(r["tools"].size(), 3u);  // echoed as the client sent them
 }
 
-TEST(ReasoningEnvelopeTest, RoundTripsAnyBytesAndRefusesForeignText) {
+TEST(ReasoningSignatureTest, RoundTripsAnyBytesAndRefusesForeignText) {
   for (std::string text : {std::string(""), std::string("a"), std::string("ab"), std::string("abc"),
                            std::string("déjà \xe2\x82"), std::string("\0\xff\n", 3)}) {
-    std::string sealed = seal_reasoning(text);
+    std::string sealed = reasoning_signature(text);
     EXPECT_EQ(sealed.rfind("qmlx-reasoning-v1:", 0), 0u);
-    EXPECT_EQ(open_reasoning(sealed), text);
+    EXPECT_EQ(reasoning_from_signature(sealed), text);
   }
-  EXPECT_EQ(open_reasoning("gAAAAABn-openai-encrypted"), std::nullopt);
-  EXPECT_EQ(open_reasoning("qmlx-reasoning-v1:abc"), std::nullopt);   // not a multiple of 4
-  EXPECT_EQ(open_reasoning("qmlx-reasoning-v1:a=bc"), std::nullopt);  // padding inside
-  EXPECT_EQ(open_reasoning("qmlx-reasoning-v1:ab!c"), std::nullopt);  // not base64
+  EXPECT_EQ(reasoning_from_signature("gAAAAABn-openai-encrypted"), std::nullopt);
+  EXPECT_EQ(reasoning_from_signature("qmlx-reasoning-v1:abc"),
+            std::nullopt);  // not a multiple of 4
+  EXPECT_EQ(reasoning_from_signature("qmlx-reasoning-v1:a=bc"), std::nullopt);  // padding inside
+  EXPECT_EQ(reasoning_from_signature("qmlx-reasoning-v1:ab!c"), std::nullopt);  // not base64
 }
 
 TEST(ResponseStoreTest, KeepsTheNewestAndEvictsTheOldestFirst) {

@@ -2,8 +2,9 @@
 // built-in), tool_choice, the fields Codex sends, previous_response_id, and errors by name.
 #include <gtest/gtest.h>
 
-#include "server/reasoning_envelope.h"
+#include "server/reasoning_signature.h"
 #include "server/responses_request.h"
+#include "server/system_message_placement.h"
 #include "tests/server/api_error_of.h"
 
 namespace qmlx::server {
@@ -27,8 +28,10 @@ TEST(ResponsesRequestTest, StringInputIsOneUserMessage) {
   EXPECT_TRUE(r.responses->store);
 }
 
-// Codex opens with two developer messages; they and `instructions` merge into the one system
-// message the Qwen templates accept. A developer message later on is rendered as a user turn.
+// Codex opens with two developer messages: they and `instructions` are system messages in
+// place, and place_system_messages (which every chat route applies) merges the leading ones into
+// the one system message the Qwen templates accept and turns a later one into a user turn for a
+// template that refuses a system message there.
 TEST(ResponsesRequestTest, LeadingDeveloperMessagesMergeLaterOnesBecomeUserTurns) {
   auto r = parse(R"({"instructions": "base", "input": [
       {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "d1"}]},
@@ -36,6 +39,9 @@ TEST(ResponsesRequestTest, LeadingDeveloperMessagesMergeLaterOnesBecomeUserTurns
       {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "u1"},
                                                        {"type": "input_text", "text": "u2"}]},
       {"role": "developer", "content": "late"}]})");
+  EXPECT_EQ(r.messages.size(), 5u);
+  EXPECT_EQ(r.messages[4], ojson({{"role", "system"}, {"content", "late"}}));
+  place_system_messages(r.messages, /*template_takes_later_system=*/false);
   EXPECT_EQ(r.messages, ojson::parse(R"([{"role": "system", "content": "base\n\nd1\n\nd2"},
                                          {"role": "user", "content": "u1\nu2"},
                                          {"role": "user", "content": "late"}])"));
@@ -54,7 +60,7 @@ TEST(ResponsesRequestTest, ReplyItemsBecomeOneAssistantMessageAndToolMessages) {
       {"type": "function_call_output", "call_id": "c1",
        "output": [{"type": "input_text", "text": "closed"}]},
       {"type": "custom_tool_call_output", "call_id": "c2", "output": "patched"}]})");
-  body["input"][1]["encrypted_content"] = seal_reasoning("think\nhard");
+  body["input"][1]["encrypted_content"] = reasoning_signature("think\nhard");
   auto r = parse_responses_request(body, SamplingDefaults(), ResponseStore());
   EXPECT_EQ(r.messages, ojson::parse(R"([
       {"role": "user", "content": "go"},

@@ -10,6 +10,7 @@
 #include "server/canonical_history.h"
 #include "server/responses_format.h"
 #include "server/responses_request.h"
+#include "server/system_message_placement.h"
 #include "tests/server/fake_runtime.h"
 #include "text/template/chat_prompt.h"
 
@@ -83,6 +84,7 @@ TEST(ResponsesRoundTripTest, NextTurnStartsWithTheCachedHistory) {
   auto runtime = qwen35_runtime();
   GenerationRequest turn1 =
       parse_responses_request(ojson::parse(kTurn1), SamplingDefaults(), ResponseStore());
+  place_system_messages(turn1.messages, false);  // as every chat route does before rendering
   RenderedPrompt prompt1 = runtime->render_chat(turn1.messages, turn1.tools, true, {});
   ParsedOutput reply = turn1_reply();
   GenerationEvent done;
@@ -102,6 +104,7 @@ TEST(ResponsesRoundTripTest, NextTurnStartsWithTheCachedHistory) {
 
   GenerationRequest turn2 =
       parse_responses_request(turn2_body(response["output"]), SamplingDefaults(), ResponseStore());
+  place_system_messages(turn2.messages, false);
   RenderedPrompt prompt2 = runtime->render_chat(turn2.messages, turn2.tools, true, {});
   EXPECT_TRUE(starts_with(prompt2.ids, history)) << "turn 2:\n"
                                                  << prompt2.text << "\nhistory:\n"
@@ -112,6 +115,7 @@ TEST(ResponsesRoundTripTest, NextTurnStartsWithTheCachedHistory) {
   stripped["input"].erase(3);  // the reasoning item
   GenerationRequest without =
       parse_responses_request(stripped, SamplingDefaults(), ResponseStore());
+  place_system_messages(without.messages, false);
   RenderedPrompt prompt3 = runtime->render_chat(without.messages, without.tools, true, {});
   EXPECT_FALSE(starts_with(prompt3.ids, history));
 }
