@@ -107,7 +107,9 @@ const std::vector<std::string>& known_keys() {
                                                 "low_water_fraction",
                                                 "guard_margin_mb",
                                                 "fsync",
-                                                "writer_queue_capacity"};
+                                                "writer_queue_capacity",
+                                                "edit_point_checkpoints",
+                                                "edit_point_max_mb"};
   return keys;
 }
 
@@ -164,6 +166,10 @@ ParsedCacheConfig parse_cache_config(const nlohmann::json& root, std::string_vie
   int64_t queue = c.writer_queue_capacity;
   reader.read_int("writer_queue_capacity", 1, 4096, &queue);
   c.writer_queue_capacity = int(queue);
+  // Default 4 snapshots and 1 GiB per request: Qwen Code's first message carries four reminder
+  // blocks; a Qwen3.5-122B snapshot is about 150 MB of recurrent state.
+  reader.read_int("edit_point_checkpoints", 0, 64, &c.edit_point_checkpoints);
+  reader.read_int("edit_point_max_mb", 0, int64_t(1) << 30, &c.edit_point_max_mb);
 
   for (const auto& [key, value] : cache.items()) {
     const auto& keys = known_keys();

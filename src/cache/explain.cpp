@@ -62,7 +62,9 @@ std::string format_divergence(const Divergence& d, const TokenDecoder& decode) {
         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   };
   return "divergence pos=" + std::to_string(d.position) +
-         " restored=" + std::to_string(d.restored) + " snapshot=" + d.snapshot_id.hex() +
+         " restored=" + std::to_string(d.restored) +
+         (d.unrestored.empty() ? "" : " unrestored=" + d.unrestored) +
+         " snapshot=" + d.snapshot_id.hex() +
          " kind=" + std::string(snapshot_kind_name(d.snapshot_kind)) +
          " before=" + quoted(d.before) + " cached=" + quoted(d.cached_after) +
          " incoming=" + quoted(d.incoming_after);
