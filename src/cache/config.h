@@ -34,8 +34,8 @@ struct CacheConfig {
   bool fsync = true;
   int writer_queue_capacity = 16;  // pending snapshot writes before the least valuable drops
   // `edit_point` snapshots per request, where an injected <system-reminder> block starts in the
-  // last user message (agents drop or move those blocks next turn): at most this many, the
-  // deepest first, and no more than edit_point_max_mb of snapshot bytes (each costs the
+  // part of the prompt it prefills (agents drop or move those blocks next turn): at most this many,
+  // the deepest first, and no more than edit_point_max_mb of snapshot bytes (each costs the
   // recurrent state plus under one chunk of K/V). 0 = off.
   int64_t edit_point_checkpoints = 4;
   int64_t edit_point_max_mb = 1024;

@@ -20,7 +20,7 @@ enum class SnapshotKind : uint8_t {
   kPrefillProgress = 5,
   kCanonicalHistory = 6,
   kInterval = 7,
-  kEditPoint = 8,  // where an injected reminder block starts in the last user message
+  kEditPoint = 8,  // where an injected reminder block starts (agents edit there next turn)
 };
 
 inline constexpr std::array<SnapshotKind, 9> kAllSnapshotKinds = {

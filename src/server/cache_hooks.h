@@ -20,7 +20,7 @@ namespace qmlx::server {
 class InferenceSession;
 
 // The prompt as the cache needs it: ids plus the message-boundary offsets (-1 when unknown) and
-// the edit points inside the last user message (ascending).
+// the edit points where injected reminder blocks start (ascending).
 struct PromptView {
   std::span<const int32_t> ids;
   int64_t last_message_end = -1;

@@ -1,6 +1,7 @@
 #include "server/prefix_cache_hooks.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "base/logging.h"
 #include "server/model_runtime.h"
@@ -38,6 +39,7 @@ CacheLookupResult PrefixCacheHooks::lookup_and_restore(const PromptView& prompt,
   pending_history_ = nullptr;  // a request pre-empts the idle pre-fill
   const int64_t live = live_prefix(prompt.ids, session);
   live_.clear();  // known again when this request ends
+  edit_stops_.clear();
   head_tokens_ = std::max<int64_t>(0, prompt.last_message_end);
   RestoreResult result = cache_.restore(prompt.ids, session.state_sink(), {live, false});
   CacheLookupResult out;
@@ -68,25 +70,23 @@ CacheLookupResult PrefixCacheHooks::lookup_and_restore(const PromptView& prompt,
   return out;
 }
 
-std::vector<int64_t> PrefixCacheHooks::chosen_edit_points(const PromptView& prompt) const {
+std::vector<int64_t> PrefixCacheHooks::chosen_edit_points(const PromptView& prompt,
+                                                          int64_t from) const {
   const CacheConfig& config = cache_.config();
   const uint64_t bound = std::max<uint64_t>(1, cache_.snapshot_bytes_bound());
   const int64_t allowed = std::min<int64_t>(config.edit_point_checkpoints,
                                             int64_t(config.edit_point_max_bytes() / bound));
+  // A point this close to a message boundary or to a deeper point saves next to nothing.
+  auto near = [](int64_t a, int64_t b) { return b >= 0 && std::abs(a - b) < kMinEditPointGap; };
   std::vector<int64_t> chosen;
   // The deepest first: an edit after them all (Qwen Code drops its last reminder) keeps most.
-  int64_t last_taken =
-      prompt.last_message_end >= 0 ? prompt.last_message_end : int64_t(prompt.ids.size());
   for (auto it = prompt.edit_points.rbegin();
-       it != prompt.edit_points.rend() && int64_t(chosen.size()) < allowed; ++it) {
-    const int64_t point = *it;
-    // One just past the message's start or another point saves next to nothing.
-    if (point - prompt.last_user_start < kMinEditPointGap ||
-        last_taken - point < kMinEditPointGap) {
+       it != prompt.edit_points.rend() && int64_t(chosen.size()) < allowed && *it > from; ++it) {
+    if (near(*it, prompt.last_user_start) || near(*it, prompt.last_message_end) ||
+        (!chosen.empty() && near(*it, chosen.back()))) {
       continue;
     }
-    chosen.push_back(point);
-    last_taken = point;
+    chosen.push_back(*it);
   }
   std::reverse(chosen.begin(), chosen.end());
   return chosen;
@@ -97,7 +97,8 @@ std::vector<int64_t> PrefixCacheHooks::checkpoint_positions(const PromptView& pr
   const int64_t total = int64_t(prompt.ids.size());
   std::vector<int64_t> stops;
   if (!cache_.config().enabled()) return stops;
-  std::vector<int64_t> boundaries = chosen_edit_points(prompt);
+  edit_stops_ = chosen_edit_points(prompt, from);
+  std::vector<int64_t> boundaries = edit_stops_;
   boundaries.push_back(prompt.last_user_start);
   boundaries.push_back(prompt.last_message_end);
   for (int64_t boundary : boundaries) {
@@ -121,19 +122,11 @@ void PrefixCacheHooks::on_prefill_progress(const PromptView& prompt, const State
     cache_.capture(session, prompt.ids, SnapshotKind::kMessageBoundary);
   } else if (position == prompt.last_user_start) {
     cache_.capture(session, prompt.ids, SnapshotKind::kUserStart);
-  } else if (is_chosen_edit_point(prompt, position)) {
+  } else if (std::binary_search(edit_stops_.begin(), edit_stops_.end(), position)) {
     cache_.capture(session, prompt.ids, SnapshotKind::kEditPoint);
   } else if (every > 0 && position % every == 0) {
     cache_.capture(session, prompt.ids, SnapshotKind::kPrefillProgress);
   }
-}
-
-bool PrefixCacheHooks::is_chosen_edit_point(const PromptView& prompt, int64_t position) const {
-  if (!std::binary_search(prompt.edit_points.begin(), prompt.edit_points.end(), position)) {
-    return false;
-  }
-  const std::vector<int64_t> chosen = chosen_edit_points(prompt);
-  return std::binary_search(chosen.begin(), chosen.end(), position);
 }
 
 void PrefixCacheHooks::on_prompt_end(const PromptView& prompt, const StateSource& session) {

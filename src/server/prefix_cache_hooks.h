@@ -43,10 +43,9 @@ class PrefixCacheHooks : public CacheHooks {
   static constexpr int64_t kMinEditPointGap = 32;
 
  private:
-  // The prompt's edit points that get an `edit_point` snapshot (ascending): the deepest ones,
-  // spaced apart, within edit_point_checkpoints and edit_point_max_mb.
-  std::vector<int64_t> chosen_edit_points(const PromptView& prompt) const;
-  bool is_chosen_edit_point(const PromptView& prompt, int64_t position) const;
+  // The prompt's edit points past `from` that get an `edit_point` snapshot (ascending): the
+  // deepest ones, spaced apart, within edit_point_checkpoints and edit_point_max_mb.
+  std::vector<int64_t> chosen_edit_points(const PromptView& prompt, int64_t from) const;
   // How many leading tokens of `ids` the session holds: all of live_ when it begins `ids`
   // (and the session is where live_ says), else 0.
   int64_t live_prefix(std::span<const int32_t> ids, const InferenceSession& session) const;
@@ -65,6 +64,8 @@ class PrefixCacheHooks : public CacheHooks {
   std::vector<int32_t> pending_head_;
   int64_t head_tokens_ = 0;
   std::vector<int32_t> live_;
+  // The current request's edit points that its prefill stops at (checkpoint_positions).
+  std::vector<int64_t> edit_stops_;
 };
 
 }  // namespace qmlx::server

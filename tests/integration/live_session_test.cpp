@@ -7,6 +7,8 @@
 //    restores from the `edit_point` snapshot where that block began.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "server/canonical_history.h"
 #include "tests/integration/turn_harness.h"
 
@@ -38,25 +40,27 @@ TEST_F(LiveSessionTest, ToolLoopWithNoPausePrefillsOnlyTheNewMessages) {
   int64_t prefilled = 0;
   int64_t added = 0;
   for (int i = 0; i < 4; ++i) {
-    // The reply as the next turn renders it, up to the tool result the client appends.
-    const std::vector<int32_t> history =
-        server::render_canonical_histories(*runtime_, messages, ordered_json::array(),
-                                           ordered_json::object(), turn.reply)
-            .front();
+    // The reply as the next turn renders it, up to the tool result the client appends (the
+    // random model calls no tool, so the tool-role rendering is the second one).
+    const auto histories = server::render_canonical_histories(
+        *runtime_, messages, ordered_json::array(), ordered_json::object(), turn.reply);
     messages.push_back(server::assistant_message(turn.reply));
     messages.push_back({{"role", "tool"},
                         {"tool_call_id", "call_0"},
                         {"content", "test " + std::to_string(i) + ": 3 passed, 1 failed"}});
     const std::vector<int32_t> next = prompt_ids(messages);
-    ASSERT_TRUE(begins_with(next, history)) << "turn " << i;
+    auto history =
+        std::find_if(histories.begin(), histories.end(),
+                     [&](const std::vector<int32_t>& h) { return begins_with(next, h); });
+    ASSERT_NE(history, histories.end()) << "turn " << i;
     // The client answers at once: its request waits before the pre-fill's first step.
     warm.idle(/*preempt_after=*/0, next);
     turn = warm.chat(messages, {}, 24);
     EXPECT_EQ(turn.stats.cache.tier, "session") << "turn " << i;
-    EXPECT_EQ(turn.stats.cached_tokens, int64_t(history.size())) << "turn " << i;
+    EXPECT_EQ(turn.stats.cached_tokens, int64_t(history->size())) << "turn " << i;
     EXPECT_EQ(turn.generated, cold.chat(messages, {}, 24).generated) << "turn " << i;
     prefilled += turn.stats.prefill_tokens;
-    added += int64_t(next.size() - history.size());
+    added += int64_t(next.size() - history->size());
   }
   EXPECT_LE(double(prefilled), 1.05 * double(added)) << prefilled << " of " << added;
 }
@@ -121,9 +125,9 @@ TEST_F(LiveSessionTest, ADroppedReminderBlockResumesFromTheEditPointBeforeIt) {
       runtime_->render_chat(turn1, ordered_json::array(), true, ordered_json::object());
   ASSERT_FALSE(rendered.edit_points.empty());
   const int64_t date_start = rendered.edit_points.back();
-  EXPECT_EQ(runtime_->tokenizer->decode(
-                std::span<const int32_t>(rendered.ids).subspan(size_t(date_start), 4)),
-            runtime_->tokenizer->decode(runtime_->tokenizer->encode("<system-reminder>\nThe")));
+  EXPECT_TRUE(runtime_->tokenizer
+                  ->decode(std::span<const int32_t>(rendered.ids).subspan(size_t(date_start)))
+                  .starts_with("<system-reminder>\nThe current date"));
   TurnResult first = warm.chat(turn1, {}, 16);
 
   ordered_json turn2 =

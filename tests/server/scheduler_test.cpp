@@ -87,8 +87,10 @@ TEST_F(SchedulerIdleTest, IdleWorkRunsBeforeAWaitingRequestOnlyWithWhatThatReque
   hooks_.history.assign(next->prompt().ids.begin(), next->prompt().ids.begin() + 12);
   Scheduler scheduler(*runtime_, hooks_, nullptr, 4);
   // A client that sends its next request before the engine thread finished the reply.
+  bool sent = false;
   hooks_.after_reply = [&] {
-    hooks_.after_reply = nullptr;
+    if (sent) return;
+    sent = true;
     scheduler.submit(next);
   };
   scheduler.submit(first);

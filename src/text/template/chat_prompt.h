@@ -31,8 +31,8 @@ struct ChatPrompt {
   std::vector<int32_t> ids;
   size_t last_message_end = 0;  // token offset where the last message ends
   size_t last_user_start = 0;   // token offset where the last user message starts
-  // Token offsets between last_user_start and last_message_end where an injected reminder block
-  // starts (text/template/edit_points.h): where agents edit their history next turn.
+  // Token offsets before last_message_end where an injected reminder block starts (the deepest
+  // 16; text/template/edit_points.h): where agents edit their history next turn.
   std::vector<size_t> edit_points;
 };
 
