@@ -1,6 +1,7 @@
 #include "server/anthropic_format.h"
 
 #include "server/generation_runner.h"
+#include "server/reasoning_signature.h"
 #include "server/sse.h"
 
 namespace qmlx::server {
@@ -30,7 +31,9 @@ json anthropic_message(const ResponseMeta& meta, const ParsedOutput& output,
                        const GenerationEvent& done) {
   json content = json::array();
   if (!output.reasoning.empty()) {
-    content.push_back({{"type", "thinking"}, {"thinking", output.reasoning}, {"signature", ""}});
+    content.push_back({{"type", "thinking"},
+                       {"thinking", meta.hide_reasoning ? "" : output.reasoning},
+                       {"signature", reasoning_signature(output.reasoning)}});
   }
   if (!output.content.empty()) content.push_back({{"type", "text"}, {"text", output.content}});
   for (const auto& call : output.tool_calls) {
@@ -90,8 +93,18 @@ std::string AnthropicEventStream::open(Block type, const json& content_block) {
 
 std::string AnthropicEventStream::close() {
   if (open_ == Block::kNone) return "";
+  std::string out;
+  if (open_ == Block::kThinking) {
+    // The signature ends a thinking block, as in Anthropic's stream; it carries the reasoning.
+    out = sse_event(
+        "content_block_delta",
+        {{"type", "content_block_delta"},
+         {"index", index_},
+         {"delta", {{"type", "signature_delta"}, {"signature", reasoning_signature(reasoning_)}}}});
+    reasoning_.clear();
+  }
   open_ = Block::kNone;
-  return sse_event("content_block_stop", {{"type", "content_block_stop"}, {"index", index_}});
+  return out + sse_event("content_block_stop", {{"type", "content_block_stop"}, {"index", index_}});
 }
 
 std::string AnthropicEventStream::append(Block type, const std::string& text) {
@@ -101,6 +114,10 @@ std::string AnthropicEventStream::append(Block type, const std::string& text) {
     out += type == Block::kThinking
                ? open(type, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}})
                : open(type, {{"type", "text"}, {"text", ""}});
+  }
+  if (type == Block::kThinking) {
+    reasoning_ += text;
+    if (meta_.hide_reasoning) return out;
   }
   json delta = type == Block::kThinking ? json{{"type", "thinking_delta"}, {"thinking", text}}
                                         : json{{"type", "text_delta"}, {"text", text}};

@@ -44,6 +44,7 @@ class AnthropicEventStream {
   Block open_ = Block::kNone;
   int index_ = -1;
   size_t tool_index_ = SIZE_MAX;
+  std::string reasoning_;  // the open thinking block's text, for its signature
 };
 
 }  // namespace qmlx::server

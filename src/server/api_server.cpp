@@ -1,5 +1,6 @@
 #include "server/api_server.h"
 
+#include <algorithm>
 #include <csignal>
 #include <stdexcept>
 
@@ -9,6 +10,7 @@
 #include "server/auth.h"
 #include "server/lingering_close.h"
 #include "server/sse.h"
+#include "server/system_message_placement.h"
 
 namespace qmlx::server {
 namespace {
@@ -35,7 +37,7 @@ httplib::Server::HandlerResponse check_body_size(State& state, const httplib::Re
   if (!length.empty() && std::strtoull(length.c_str(), nullptr, 10) > limit) {
     set_error(res, style_for(req.path), 413, request_body_limit_message(state));
     res.set_header("Connection", "close");
-    state.metrics.record_request(req.path, 413);
+    state.record_answered(req, req.path, 413, request_body_limit_message(state));
     return httplib::Server::HandlerResponse::Handled;
   }
   return httplib::Server::HandlerResponse::Unhandled;
@@ -66,7 +68,7 @@ httplib::Server::HandlerResponse fill_error_body(State& state, const httplib::Re
                         : res.status == 413 ? request_body_limit_message(state)
                                             : "request failed";
   set_error(res, style_for(req.path), res.status, message);
-  state.metrics.record_request(res.status == 404 ? "unknown" : req.path, res.status);
+  state.record_answered(req, res.status == 404 ? "unknown" : req.path, res.status, message);
   return httplib::Server::HandlerResponse::Handled;
 }
 
@@ -74,9 +76,10 @@ void add_method_not_allowed(httplib::Server& http, State& state, const std::stri
                             const std::string& allowed) {
   auto reject = [&state, path, allowed](const httplib::Request& req, httplib::Response& res) {
     res.set_header("Allow", allowed);
-    set_error(res, style_for(path), 405,
-              "method " + req.method + " not allowed on " + path + " (use " + allowed + ")");
-    state.metrics.record_request(path, 405);
+    std::string message =
+        "method " + req.method + " not allowed on " + path + " (use " + allowed + ")";
+    set_error(res, style_for(path), 405, message);
+    state.record_answered(req, path, 405, message);
   };
   // `allowed` is one method or a list ("GET, DELETE").
   auto allows = [&allowed](const char* method) {
@@ -87,6 +90,19 @@ void add_method_not_allowed(httplib::Server& http, State& state, const std::stri
   http.Put(path, reject);
   if (!allows("DELETE")) http.Delete(path, reject);
   http.Patch(path, reject);
+}
+
+// Failures are warnings (a client's mistake) or errors (ours), so they stand out in the log.
+void log_answered(uint64_t uid, const httplib::Request& req, int status,
+                  const std::string& error_message) {
+  std::string line = answered_request_log_line(uid, req.method, req.path, status, error_message);
+  if (status >= 500) {
+    log_error(line);
+  } else if (status >= 400) {
+    log_warn(line);
+  } else {
+    log_info(line);
+  }
 }
 
 std::unique_ptr<httplib::Server> new_http_server() {
@@ -143,10 +159,25 @@ int64_t State::context_limit(const ModelRuntime& rt) const {
 }
 
 void State::check_model(const std::string& model, const ModelRuntime& rt) const {
-  if (!model.empty() && model != rt.model_id) {
-    throw ApiError(404, "model '" + model + "' not found; this server serves '" + rt.model_id + "'",
-                   "model");
-  }
+  if (model.empty() || !options.strict_model_id || model == rt.model_id) return;
+  const auto& aliases = options.model_aliases;
+  if (std::find(aliases.begin(), aliases.end(), model) != aliases.end()) return;
+  throw ApiError(404,
+                 "model '" + model + "' not found; this server serves '" + rt.model_id +
+                     "' (--strict-model-id)",
+                 "model");
+}
+
+uint64_t State::record_answered(const httplib::Request& req, const std::string& route, int status,
+                                const std::string& error_message) {
+  uint64_t uid = next_uid.fetch_add(1);
+  metrics.record_request(route, status);
+  log_answered(uid, req, status, error_message);
+  return uid;
+}
+
+uint64_t request_uid(const httplib::Response& res) {
+  return std::strtoull(res.get_header_value(kRequestIdHeader).c_str(), nullptr, 10);
 }
 
 namespace {
@@ -154,6 +185,10 @@ namespace {
 httplib::Server::Handler wrap_route(State& state, const RouteSpec& spec, RouteHandler handler) {
   return [&state, spec, handler](const httplib::Request& req, httplib::Response& res) {
     state.metrics.add_in_flight(1);
+    // The uid is taken now so that a generation's HIT/MISS line and its response agree.
+    const uint64_t uid = state.next_uid.fetch_add(1);
+    res.set_header(kRequestIdHeader, std::to_string(uid));
+    std::string error_message;
     try {
       if (spec.needs_auth) {
         AuthHeaders headers{req.get_header_value("Authorization"),
@@ -166,14 +201,18 @@ httplib::Server::Handler wrap_route(State& state, const RouteSpec& spec, RouteHa
       handler(req, res, state);
     } catch (const ApiError& e) {
       set_error(res, spec.style, e.status(), e.what(), e.param());
+      error_message = e.what();
     } catch (const Error& e) {
       set_error(res, spec.style, 400, e.what());
+      error_message = e.what();
     } catch (const std::exception& e) {
-      log_error(std::string("internal error on ") + spec.path + ": " + e.what());
-      set_error(res, spec.style, 500, std::string("internal error: ") + e.what());
+      error_message = std::string("internal error: ") + e.what();
+      set_error(res, spec.style, 500, error_message);
     }
     state.metrics.add_in_flight(-1);
-    state.metrics.record_request(spec.path, res.status == -1 ? 200 : res.status);
+    const int status = res.status == -1 ? 200 : res.status;
+    state.metrics.record_request(spec.path, status);
+    if (status >= 400 || spec.log_success) log_answered(uid, req, status, error_message);
   };
 }
 
@@ -259,7 +298,9 @@ void ApiServer::set_ready(std::shared_ptr<const ModelRuntime> runtime, CacheHook
                           PrefixCache* cache) {
   auto scheduler = std::make_unique<Scheduler>(*runtime, hooks, &state_->metrics,
                                                state_->options.max_queue, state_->settings.runner);
+  const bool later_system = template_takes_later_system(*runtime);
   std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->template_takes_later_system = later_system;
   state_->runtime = std::move(runtime);
   state_->scheduler = std::move(scheduler);
   state_->cache = cache;

@@ -25,15 +25,29 @@ struct ApiServer::State {
   std::shared_ptr<const ModelRuntime> runtime;  // null while the model loads
   std::unique_ptr<Scheduler> scheduler;
   PrefixCache* cache = nullptr;  // the admin routes' cache; null without one
+  // The model's chat template renders a system message after other messages (see
+  // system_message_placement.h); probed once when the model is ready.
+  bool template_takes_later_system = false;
 
   // The runtime, or ApiError(503) while loading.
   std::shared_ptr<const ModelRuntime> ready_runtime();
   Scheduler& ready_scheduler();
   // The largest prompt + max_tokens: --max-context, or the model's own length.
   int64_t context_limit(const ModelRuntime& runtime) const;
-  // 404 unless `model` is empty or names the served model.
+  // With --strict-model-id: 404 unless `model` is empty, the served model's id or an alias.
+  // Without it a single-model server serves whatever name the client sends.
   void check_model(const std::string& model, const ModelRuntime& runtime) const;
+
+  // Counts a request answered without the engine (or rejected) and writes its one log line;
+  // returns its uid. Generation routes that reach the engine log their HIT/MISS line instead.
+  uint64_t record_answered(const httplib::Request& req, const std::string& route, int status,
+                           const std::string& error_message);
 };
+
+// The response header that tells the client its request's uid, the number in the log line.
+inline constexpr char kRequestIdHeader[] = "X-Request-Id";
+// The uid that the route wrapper gave this request (set in the response's headers).
+uint64_t request_uid(const httplib::Response& res);
 
 using State = ApiServer::State;
 
@@ -41,6 +55,9 @@ struct RouteSpec {
   std::string path;
   ApiStyle style = ApiStyle::kOpenAI;
   bool needs_auth = true;
+  // False for routes whose successful requests log their own line (generation: HIT/MISS) and
+  // for probes polled too often to log (/health); failures are always logged.
+  bool log_success = true;
 };
 
 using RouteHandler = std::function<void(const httplib::Request&, httplib::Response&, State&)>;

@@ -48,6 +48,8 @@ struct GenerationRequest {
   ToolChoiceMode tool_choice = ToolChoiceMode::kAuto;
   std::string tool_choice_name;
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+  // Anthropic thinking.display "omitted": reasoning is generated but its text is not sent.
+  bool omit_reasoning_text = false;
 
   // Completions route: the prompt as text or as token ids (exactly one is set).
   std::optional<std::string> prompt_text;

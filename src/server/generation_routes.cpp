@@ -9,6 +9,7 @@
 #include "server/openai_format.h"
 #include "server/request_parser.h"
 #include "server/sse.h"
+#include "server/system_message_placement.h"
 
 namespace qmlx::server {
 namespace {
@@ -61,27 +62,20 @@ RenderedPrompt render_prompt(const GenerationRequest& r, const ModelRuntime& run
   return prompt;
 }
 
-// Sets max_tokens when absent (the rest of the context) and refuses an overflow.
+// Caps max_tokens at what the context has left (the whole rest when absent) and refuses a
+// prompt that leaves no room. A client's max_tokens is a ceiling, not a demand: Claude Code
+// asks for 128,000 on every turn, which would fail every request of a long conversation; the
+// reply stops with finish reason "length" / "max_tokens" where the context ends instead.
 void apply_context_limit(GenerationRequest& r, int64_t prompt_tokens, int64_t limit) {
-  if (!r.max_tokens) {
-    if (prompt_tokens >= limit) {
-      throw ApiError(400,
-                     "the prompt has " + std::to_string(prompt_tokens) +
-                         " tokens, which leaves no room under the context limit of " +
-                         std::to_string(limit) + " tokens",
-                     "messages");
-    }
-    r.max_tokens = static_cast<int>(limit - prompt_tokens);
-    return;
-  }
-  if (prompt_tokens + *r.max_tokens > limit) {
+  if (prompt_tokens >= limit) {
     throw ApiError(400,
                    "the prompt has " + std::to_string(prompt_tokens) +
-                       " tokens and max_tokens is " + std::to_string(*r.max_tokens) + ": " +
-                       std::to_string(prompt_tokens + *r.max_tokens) +
-                       " exceeds the context limit of " + std::to_string(limit) + " tokens",
-                   "max_tokens");
+                       " tokens, which leaves no room under the context limit of " +
+                       std::to_string(limit) + " tokens",
+                   "messages");
   }
+  const int64_t room = limit - prompt_tokens;
+  r.max_tokens = static_cast<int>(std::min<int64_t>(r.max_tokens.value_or(room), room));
 }
 
 std::string response_id(Route route, uint64_t uid) {
@@ -275,13 +269,16 @@ using Parser = GenerationRequest (*)(const nlohmann::ordered_json&, const Sampli
 void handle_generation(const httplib::Request& req, httplib::Response& res, State& state,
                        Parser parse) {
   std::shared_ptr<const ModelRuntime> runtime = state.ready_runtime();
-  GenerationRequest r = parse(parse_body(req.body), state.options.sampling);
-  state.check_model(r.model, *runtime);
+  nlohmann::ordered_json body = parse_body(req.body);
+  // The model is checked first, so a request for another model is told that, not a schema error.
+  state.check_model(requested_model(body), *runtime);
+  GenerationRequest r = parse(body, state.options.sampling);
+  place_system_messages(r.messages, state.template_takes_later_system);
   RenderedPrompt prompt = render_prompt(r, *runtime);
   apply_context_limit(r, static_cast<int64_t>(prompt.ids.size()), state.context_limit(*runtime));
-  uint64_t uid = state.next_uid.fetch_add(1);
+  const uint64_t uid = request_uid(res);
   ResponseContext ctx;
-  ctx.meta = {response_id(r.route, uid), runtime->model_id, unix_seconds()};
+  ctx.meta = {response_id(r.route, uid), runtime->model_id, unix_seconds(), r.omit_reasoning_text};
   ctx.runtime = runtime;
   ctx.keepalive_seconds = state.settings.keepalive_seconds;
   bool stream = r.stream;
@@ -297,15 +294,16 @@ void handle_generation(const httplib::Request& req, httplib::Response& res, Stat
 }  // namespace
 
 void add_generation_routes(httplib::Server& http, State& state) {
-  add_route(http, state, "POST", {"/v1/chat/completions", ApiStyle::kOpenAI},
+  // A generation that reaches the engine logs its HIT/MISS line; only rejections log here.
+  add_route(http, state, "POST", {"/v1/chat/completions", ApiStyle::kOpenAI, true, false},
             [](const auto& req, auto& res, State& s) {
               handle_generation(req, res, s, parse_chat_request);
             });
-  add_route(http, state, "POST", {"/v1/completions", ApiStyle::kOpenAI},
+  add_route(http, state, "POST", {"/v1/completions", ApiStyle::kOpenAI, true, false},
             [](const auto& req, auto& res, State& s) {
               handle_generation(req, res, s, parse_completion_request);
             });
-  add_route(http, state, "POST", {"/v1/messages", ApiStyle::kAnthropic},
+  add_route(http, state, "POST", {"/v1/messages", ApiStyle::kAnthropic, true, false},
             [](const auto& req, auto& res, State& s) {
               handle_generation(req, res, s, parse_messages_request);
             });

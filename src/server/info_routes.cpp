@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "server/api_server_state.h"
 #include "server/request_parser.h"
+#include "server/system_message_placement.h"
 
 namespace qmlx::server {
 namespace {
@@ -21,21 +22,26 @@ void health(const httplib::Request&, httplib::Response& res, State& state) {
                              {"error", {{"code", 503}, {"message", "Loading model"}}}});
 }
 
+json model_entry(const std::string& id, int64_t context_length) {
+  return {{"id", id},           {"object", "model"},
+          {"type", "model"},    {"display_name", id},
+          {"created", 0},       {"created_at", "1970-01-01T00:00:00Z"},
+          {"owned_by", "qmlx"}, {"context_length", context_length}};
+}
+
+// The served model, then its --model-alias names (the same model under other names).
 void models(const httplib::Request&, httplib::Response& res, State& state) {
   auto runtime = state.ready_runtime();
-  json model = {{"id", runtime->model_id},
-                {"object", "model"},
-                {"type", "model"},
-                {"display_name", runtime->model_id},
-                {"created", 0},
-                {"created_at", "1970-01-01T00:00:00Z"},
-                {"owned_by", "qmlx"},
-                {"context_length", state.context_limit(*runtime)}};
+  const int64_t context = state.context_limit(*runtime);
+  json data = json::array({model_entry(runtime->model_id, context)});
+  for (const std::string& alias : state.options.model_aliases) {
+    if (alias != runtime->model_id) data.push_back(model_entry(alias, context));
+  }
   set_json(res, {{"object", "list"},
-                 {"data", json::array({model})},
+                 {"data", data},
                  {"has_more", false},
-                 {"first_id", runtime->model_id},
-                 {"last_id", runtime->model_id}});
+                 {"first_id", data.front()["id"]},
+                 {"last_id", data.back()["id"]}});
 }
 
 const nlohmann::ordered_json& field(const nlohmann::ordered_json& body, const char* key,
@@ -85,6 +91,7 @@ void apply_template(const httplib::Request& req, httplib::Response& res, State& 
   auto runtime = state.ready_runtime();
   auto body = parse_body(req.body);
   GenerationRequest r = parse_chat_request(body, state.options.sampling);
+  place_system_messages(r.messages, state.template_takes_later_system);
   bool add_generation_prompt = body.value("add_generation_prompt", true);
   RenderedPrompt prompt;
   try {
@@ -102,16 +109,13 @@ void apply_template(const httplib::Request& req, httplib::Response& res, State& 
 void count_tokens(const httplib::Request& req, httplib::Response& res, State& state) {
   auto runtime = state.ready_runtime();
   auto body = parse_body(req.body);
-  auto messages = anthropic_to_openai_messages(body);
-  auto tools = body.contains("tools") ? anthropic_to_openai_tools(body["tools"])
-                                      : nlohmann::ordered_json::array();
-  auto kwargs = nlohmann::ordered_json::object();
-  if (body.contains("thinking") && body["thinking"].is_object()) {
-    kwargs["enable_thinking"] = body["thinking"].value("type", "") == "enabled";
-  }
+  state.check_model(requested_model(body), *runtime);
+  GenerationRequest r;
+  parse_anthropic_conversation(body, r);
+  place_system_messages(r.messages, state.template_takes_later_system);
   RenderedPrompt prompt;
   try {
-    prompt = runtime->render_chat(messages, tools, true, kwargs);
+    prompt = runtime->render_chat(r.messages, r.tools, true, r.template_kwargs);
   } catch (const Error& e) {
     throw ApiError(400, std::string("cannot render the prompt: ") + e.what());
   }
@@ -121,7 +125,7 @@ void count_tokens(const httplib::Request& req, httplib::Response& res, State& st
 }  // namespace
 
 void add_info_routes(httplib::Server& http, State& state) {
-  add_route(http, state, "GET", {"/health", ApiStyle::kOpenAI, false}, health);
+  add_route(http, state, "GET", {"/health", ApiStyle::kOpenAI, false, false}, health);
   add_route(http, state, "GET", {"/v1/models", ApiStyle::kOpenAI}, models);
   add_route(http, state, "POST", {"/tokenize", ApiStyle::kOpenAI}, tokenize);
   add_route(http, state, "POST", {"/detokenize", ApiStyle::kOpenAI}, detokenize);

@@ -19,6 +19,9 @@ struct ResponseMeta {
   std::string id;
   std::string model;
   int64_t created = 0;  // unix seconds
+  // Reasoning is generated and carried (Anthropic: in the thinking block's signature) but its
+  // text is not shown: Anthropic thinking.display "omitted".
+  bool hide_reasoning = false;
 };
 
 nlohmann::json openai_usage(const GenerationStats& stats);

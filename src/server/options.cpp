@@ -136,7 +136,8 @@ void validate_options(const ServerOptions& options) {
   if (!options.model_path.empty()) {
     fs::path dir(options.model_path);
     if (dir.extension() == ".gguf") {
-      if (!fs::is_regular_file(dir)) throw Error("GGUF model file not found: " + options.model_path);
+      if (!fs::is_regular_file(dir))
+        throw Error("GGUF model file not found: " + options.model_path);
     } else {
       if (!fs::is_directory(dir)) throw Error("model folder not found: " + options.model_path);
       if (!fs::exists(dir / "config.json")) {
@@ -180,6 +181,13 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--model-id", options.model_id,
                  "Model id in /v1/models and responses (default: the model folder's name)");
+  app.add_option("--model-alias", options.model_aliases,
+                 "Another name for the served model, listed in /v1/models (repeatable)")
+      ->take_all()
+      ->allow_extra_args(false);
+  app.add_flag("--strict-model-id", options.strict_model_id,
+               "Answer 404 to a request naming a model other than --model-id or an alias "
+               "(default: any name is served by the one loaded model)");
   app.add_option("--api-key", options.api_key,
                  "Require this key (Authorization: Bearer KEY, or x-api-key on Anthropic "
                  "routes); without it any non-empty key is accepted");

@@ -35,8 +35,13 @@ struct ServerOptions {
   bool deltanet_state_aware = false;
   int metrics_port = 0;  // 0: no metrics listener
   std::string model_id;  // empty: the model folder's name
-  std::string api_key;   // empty: any non-empty key is accepted
-  int threads = 0;       // 0: all cores
+  // Further names /v1/models lists for the served model (--model-alias, repeatable).
+  std::vector<std::string> model_aliases;
+  // A request naming another model gets 404. Off by default: a single-model server answers
+  // whatever name a client sends (agents send claude-* / gpt-* names for side requests).
+  bool strict_model_id = false;
+  std::string api_key;  // empty: any non-empty key is accepted
+  int threads = 0;      // 0: all cores
   SamplingDefaults sampling;
   LogFormat log_format = LogFormat::kText;
   int max_body_mb = 64;

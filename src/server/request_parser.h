@@ -23,7 +23,13 @@ GenerationRequest parse_completion_request(const nlohmann::ordered_json& body,
 GenerationRequest parse_messages_request(const nlohmann::ordered_json& body,
                                          const SamplingDefaults& defaults);
 
-// The Anthropic body's conversation as OpenAI-shaped messages (also used by count_tokens).
+// The body's `model` when it is a string, else empty (the parsers report a wrong type). Routes
+// check it before parsing the rest, so a request for another model is told that first.
+std::string requested_model(const nlohmann::ordered_json& body);
+
+// The Anthropic body's conversation (model, messages, tools, tool_choice, thinking) in the
+// server's terms; parse_messages_request adds sampling, and count_tokens uses it alone.
+void parse_anthropic_conversation(const nlohmann::ordered_json& body, GenerationRequest& r);
 nlohmann::ordered_json anthropic_to_openai_messages(const nlohmann::ordered_json& body);
 nlohmann::ordered_json anthropic_to_openai_tools(const nlohmann::ordered_json& tools);
 

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "base/process.h"
 #include "server/generation_runner.h"
 
@@ -78,11 +80,26 @@ std::string request_log_line(uint64_t uid, FinishReason finish, const Generation
                 " lookup=%.1fms read=%.1fms verify=%.1fms install=%.1fms prefill_time=%.1fms "
                 "ttft=%.1fms prompt=%lld completion=%lld prefill_speed=%.1ftok/s "
                 "decode_speed=%.1ftok/s queue=%.1fms finish=%s",
-                cache.lookup_ms, cache.read_ms, cache.verify_ms, cache.install_ms,
-                stats.prefill_ms, stats.ttft_ms, static_cast<long long>(stats.prompt_tokens),
+                cache.lookup_ms, cache.read_ms, cache.verify_ms, cache.install_ms, stats.prefill_ms,
+                stats.ttft_ms, static_cast<long long>(stats.prompt_tokens),
                 static_cast<long long>(stats.completion_tokens), stats.prefill_tokens_per_second(),
                 stats.decode_tokens_per_second(), stats.queue_ms, finish_name(finish));
   return out + line;
+}
+
+std::string answered_request_log_line(uint64_t uid, const std::string& method,
+                                      const std::string& path, int status,
+                                      const std::string& message) {
+  constexpr size_t kMaxMessage = 300;  // a client-chosen value in a message stays one short line
+  std::string out = "uid=" + std::to_string(uid) + " " + method + " " + path +
+                    " status=" + std::to_string(status);
+  if (!message.empty()) {
+    std::string shown =
+        message.size() > kMaxMessage ? message.substr(0, kMaxMessage) + "..." : message;
+    out += " error=" +
+           nlohmann::json(shown).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  return out;
 }
 
 }  // namespace qmlx::server

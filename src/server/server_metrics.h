@@ -34,4 +34,11 @@ class ServerMetrics {
 // The per-request log line: starts exactly `uid=<n> <HIT|MISS> cached=<c> prefill=<p>`.
 std::string request_log_line(uint64_t uid, FinishReason finish, const GenerationStats& stats);
 
+// The log line of a request answered without generating (a rejection, an admin or info route):
+// `uid=<n> <METHOD> <path> status=<s>`, plus ` error="<message>"` for a failure. The message is
+// the one the client got (it names fields, never prompt text), cut to a bounded length.
+std::string answered_request_log_line(uint64_t uid, const std::string& method,
+                                      const std::string& path, int status,
+                                      const std::string& message);
+
 }  // namespace qmlx::server

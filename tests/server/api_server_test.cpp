@@ -461,17 +461,12 @@ TEST_F(ApiServerTest, ErrorsHaveTheRightStatusAndShape) {
   EXPECT_EQ(mistyped->status, 400);
   EXPECT_EQ(json::parse(mistyped->body)["error"]["param"], "max_tokens");
 
-  auto overflow = post("/v1/chat/completions", chat("x", {{"max_tokens", 60}}).dump());
+  auto overflow = post("/v1/chat/completions", chat(std::string(80, 'x')).dump());
   EXPECT_EQ(overflow->status, 400);
   std::string message = json::parse(overflow->body)["error"]["message"];
-  EXPECT_NE(message.find("max_tokens is 60"), std::string::npos) << message;
+  EXPECT_NE(message.find("leaves no room"), std::string::npos) << message;
   EXPECT_NE(message.find("limit of 64"), std::string::npos) << message;
   EXPECT_NE(message.find("the prompt has "), std::string::npos) << message;
-
-  auto unknown_model = post("/v1/messages", R"({"model": "claude-x", "max_tokens": 5,
-      "messages": [{"role": "user", "content": "x"}]})");
-  EXPECT_EQ(unknown_model->status, 404);
-  EXPECT_EQ(json::parse(unknown_model->body)["error"]["type"], "not_found_error");
 
   // The declared length alone is refused, before any of the body is read.
   std::string too_big = raw_request(server_->port(),
@@ -688,6 +683,82 @@ TEST_F(ApiServerTest, MetricsScrapeCountsRequests) {
       std::string::npos);
   EXPECT_NE(scrape->body.find("qmlx_completion_tokens_total 12"), std::string::npos);
   EXPECT_NE(scrape->body.find("qmlx_ttft_seconds_count 1"), std::string::npos);
+}
+
+// max_tokens beyond the context is capped at what is left: the reply stops at the limit.
+TEST_F(ApiServerTest, MaxTokensIsCappedAtTheContextLeft) {
+  ServerOptions options;
+  options.max_context = 40;
+  start({.script = std::string(200, 'z')}, options);
+  json r = post_json("/v1/chat/completions", chat("x", {{"max_tokens", 128000}}));
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(r["usage"]["prompt_tokens"].get<int>() + r["usage"]["completion_tokens"].get<int>(),
+            40);
+}
+
+// A single-model server serves whatever model name a client sends (agents send claude-* and
+// gpt-* names for side requests) and reports its own id.
+TEST_F(ApiServerTest, AnyModelNameIsServedByDefault) {
+  start({.script = "ok"});
+  auto r = post("/v1/messages", R"({"model": "claude-haiku-9", "max_tokens": 5,
+      "messages": [{"role": "user", "content": "x"}]})");
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["model"], "fake-model");
+  json chat_reply = post_json("/v1/chat/completions", chat("x", {{"model", "gpt-9"}}));
+  EXPECT_EQ(chat_reply["model"], "fake-model");
+}
+
+// --strict-model-id restores the 404, checked before the schema so the error names the real
+// problem; --model-alias names are served and listed.
+TEST_F(ApiServerTest, StrictModelIdAndAliases) {
+  ServerOptions options;
+  options.strict_model_id = true;
+  options.model_aliases = {"qwen-local"};
+  start({.script = "ok"}, options);
+  auto unknown = post("/v1/messages", R"({"model": "claude-x", "max_tokens": "five"})");
+  EXPECT_EQ(unknown->status, 404) << unknown->body;
+  EXPECT_EQ(json::parse(unknown->body)["error"]["type"], "not_found_error");
+  EXPECT_NE(unknown->body.find("claude-x"), std::string::npos) << unknown->body;
+  auto unknown_chat = post("/v1/chat/completions", R"({"model": "gpt-x"})");
+  EXPECT_EQ(unknown_chat->status, 404) << unknown_chat->body;
+  EXPECT_EQ(json::parse(unknown_chat->body)["error"]["param"], "model");
+  json alias = post_json("/v1/chat/completions", chat("x", {{"model", "qwen-local"}}));
+  EXPECT_EQ(alias["model"], "fake-model");
+  auto models = client_->Get("/v1/models", {{"Authorization", "Bearer x"}});
+  json list = json::parse(models->body);
+  ASSERT_EQ(list["data"].size(), 2u);
+  EXPECT_EQ(list["data"][0]["id"], "fake-model");
+  EXPECT_EQ(list["data"][1]["id"], "qwen-local");
+}
+
+// Every request leaves one log line; a rejected one names its uid, route, status and error,
+// and the uid is the one the client got in X-Request-Id. Prompt text never appears.
+TEST_F(ApiServerTest, RejectedRequestsAreLoggedOnce) {
+  start({.script = "ok"});
+  ::testing::internal::CaptureStderr();
+  auto bad = post("/v1/messages", R"({"model": "m", "max_tokens": 5,
+      "messages": [{"role": "robot", "content": "secret prompt text"}]})");
+  auto no_route = client_->Post("/v1/nothing", "{}", "application/json");
+  auto good = post("/v1/chat/completions", chat("another secret").dump());
+  server_->stop(std::chrono::milliseconds(2000));
+  std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(bad->status, 400);
+  ASSERT_EQ(no_route->status, 404);
+  ASSERT_EQ(good->status, 200);
+  const std::string uid = bad->get_header_value("X-Request-Id");
+  ASSERT_FALSE(uid.empty());
+  EXPECT_NE(
+      log.find("uid=" + uid + " POST /v1/messages status=400 error=\"'messages[0].role' must be"),
+      std::string::npos)
+      << log;
+  EXPECT_NE(log.find("POST /v1/nothing status=404 error=\"no route for POST /v1/nothing\""),
+            std::string::npos)
+      << log;
+  // The generation's line is its HIT/MISS line, under the uid its response carries.
+  const std::string good_uid = good->get_header_value("X-Request-Id");
+  EXPECT_NE(log.find("uid=" + good_uid + " MISS cached=0"), std::string::npos) << log;
+  EXPECT_EQ(log.find("uid=" + good_uid + " POST"), std::string::npos) << log;
+  EXPECT_EQ(log.find("secret"), std::string::npos) << log;
 }
 
 }  // namespace

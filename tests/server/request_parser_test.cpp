@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "server/reasoning_signature.h"
 #include "server/request_parser.h"
 
 namespace qmlx::server {
@@ -151,6 +152,119 @@ TEST(RequestParserTest, ToolsKeepTheClientKeyOrder) {
         {"type": "object", "properties": {"zeta": {}, "alpha": {}}}}}]})"),
                               SamplingDefaults{});
   EXPECT_EQ(r.tools[0]["function"]["parameters"]["properties"].dump(), R"({"zeta":{},"alpha":{}})");
+}
+
+// Claude Code 2.1.332's first request, reduced to the fields that used to be refused (a
+// system message after the first user message, thinking "adaptive" with display "omitted")
+// and the ones it sends that this server ignores.
+ojson claude_code_request() {
+  return ojson::parse(R"({
+      "model": "claude-opus-5-5", "max_tokens": 128000, "stream": true,
+      "system": [{"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.332.0b8;"},
+                 {"type": "text", "text": "You are an agent.", "cache_control": {"type": "ephemeral"}}],
+      "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "<system-reminder>r</system-reminder>"},
+                                     {"type": "text", "text": "say hi", "cache_control": {"type": "ephemeral"}}]},
+        {"role": "system", "content": [{"type": "text", "text": "# Environment", "cache_control": {"type": "ephemeral"}}]}],
+      "tools": [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}},
+                {"name": "Grep", "description": "search", "input_schema": {"type": "object"}, "defer_loading": true},
+                {"type": "web_search_20250305", "name": "web_search", "max_uses": 5}],
+      "metadata": {"user_id": "{\"device_id\":\"d\"}"},
+      "thinking": {"type": "adaptive", "display": "omitted"},
+      "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+      "output_config": {"effort": "medium"}})");
+}
+
+TEST(RequestParserTest, ClaudeCodeFirstRequestIsAccepted) {
+  auto r = parse_messages_request(claude_code_request(), {});
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[0]["role"], "system");
+  EXPECT_EQ(r.messages[1]["role"], "user");
+  EXPECT_EQ(r.messages[1]["content"], "<system-reminder>r</system-reminder>\nsay hi");
+  EXPECT_EQ(r.messages[2]["role"], "system");
+  EXPECT_EQ(r.messages[2]["content"], "# Environment");
+  EXPECT_EQ(r.template_kwargs["enable_thinking"], true);
+  EXPECT_TRUE(r.omit_reasoning_text);
+  // The deferred tool and Anthropic's server-side web search stay out of the prompt's tools.
+  ASSERT_EQ(r.tools.size(), 1u);
+  EXPECT_EQ(r.tools[0]["function"]["name"], "Bash");
+}
+
+TEST(RequestParserTest, ThinkingTypesAndDisplay) {
+  auto body = claude_code_request();
+  body["thinking"] = {{"type", "enabled"}, {"budget_tokens", 2000}};
+  auto r = parse_messages_request(body, {});
+  EXPECT_EQ(r.template_kwargs["enable_thinking"], true);
+  EXPECT_FALSE(r.omit_reasoning_text);
+  body["thinking"] = {{"type", "disabled"}};
+  EXPECT_EQ(parse_messages_request(body, {}).template_kwargs["enable_thinking"], false);
+  body["thinking"] = {{"type", "adaptive"}, {"display", "summarized"}};
+  EXPECT_FALSE(parse_messages_request(body, {}).omit_reasoning_text);
+  body["thinking"] = {{"type", "sometimes"}};
+  EXPECT_EQ(error_of([&] { parse_messages_request(body, {}); }).param(), "thinking.type");
+  body["thinking"] = {{"type", "adaptive"}, {"display", "loud"}};
+  EXPECT_EQ(error_of([&] { parse_messages_request(body, {}); }).param(), "thinking.display");
+}
+
+TEST(RequestParserTest, HiddenReasoningComesBackThroughTheSignature) {
+  auto body = claude_code_request();
+  body["messages"].push_back(ojson::parse(R"({"role": "assistant", "content": [
+      {"type": "thinking", "thinking": ""},
+      {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]})"));
+  body["messages"].back()["content"][0]["signature"] = reasoning_signature("I should list.");
+  body["messages"].push_back(ojson::parse(R"({"role": "user", "content": [
+      {"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"}]})"));
+  auto r = parse_messages_request(body, {});
+  ASSERT_EQ(r.messages.size(), 5u);
+  EXPECT_EQ(r.messages[3]["reasoning_content"], "I should list.");
+  // Shown reasoning wins over the signature; a foreign signature carries nothing.
+  body["messages"][2]["content"][0]["thinking"] = "shown";
+  EXPECT_EQ(parse_messages_request(body, {}).messages[3]["reasoning_content"], "shown");
+  body["messages"][2]["content"][0]["thinking"] = "";
+  body["messages"][2]["content"][0]["signature"] = "EqQBCkgIARABGAIiQL";
+  EXPECT_FALSE(parse_messages_request(body, {}).messages[3].contains("reasoning_content"));
+}
+
+TEST(RequestParserTest, ToolReferenceLoadsADeferredToolWhereItIs) {
+  auto body = claude_code_request();
+  body["messages"].push_back(ojson::parse(R"({"role": "assistant", "content": [
+      {"type": "tool_use", "id": "t1", "name": "ToolSearch", "input": {"query": "grep"}}]})"));
+  body["messages"].push_back(ojson::parse(R"({"role": "user", "content": [
+      {"type": "tool_result", "tool_use_id": "t1",
+       "content": [{"type": "tool_reference", "tool_name": "Grep"}]}]})"));
+  auto r = parse_messages_request(body, {});
+  const std::string text = r.messages.back()["content"];
+  EXPECT_EQ(text.rfind("Tool loaded: ", 0), 0u) << text;
+  EXPECT_NE(text.find("\"name\":\"Grep\""), std::string::npos) << text;
+  EXPECT_NE(text.find("search"), std::string::npos) << text;
+  body["messages"].back()["content"][0]["content"][0]["tool_name"] = "Nope";
+  EXPECT_EQ(error_of([&] { parse_messages_request(body, {}); }).status(), 400);
+}
+
+TEST(RequestParserTest, ImagesAndDocumentsAreRefusedByName) {
+  auto body = claude_code_request();
+  body["messages"][0]["content"].push_back(
+      {{"type", "image"},
+       {"source", {{"type", "base64"}, {"media_type", "image/png"}, {"data", "AA=="}}}});
+  ApiError e = error_of([&] { parse_messages_request(body, {}); });
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_EQ(e.param(), "messages[0].content[2]");
+  EXPECT_NE(std::string(e.what()).find("an image block"), std::string::npos) << e.what();
+  body = claude_code_request();
+  body["messages"].push_back(ojson::parse(R"({"role": "assistant", "content": [
+      {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]})"));
+  body["messages"].push_back(ojson::parse(R"({"role": "user", "content": [
+      {"type": "tool_result", "tool_use_id": "t1",
+       "content": [{"type": "document", "source": {"type": "text", "data": "x"}}]}]})"));
+  e = error_of([&] { parse_messages_request(body, {}); });
+  EXPECT_EQ(e.param(), "messages[3].content[0].content[0]");
+  EXPECT_NE(std::string(e.what()).find("a document block"), std::string::npos) << e.what();
+}
+
+TEST(RequestParserTest, RequestedModelIsReadLeniently) {
+  EXPECT_EQ(requested_model(ojson::parse(R"({"model": "gpt-5"})")), "gpt-5");
+  EXPECT_EQ(requested_model(ojson::parse(R"({"model": 3})")), "");
+  EXPECT_EQ(requested_model(ojson::parse(R"({})")), "");
 }
 
 }  // namespace

@@ -193,12 +193,24 @@ async function countTokens() {
 }
 
 async function modelsAndErrors() {
+  // QMLX_STRICT=1: the server runs with --strict-model-id --model-alias fixture-alias.
+  const strict = process.env.QMLX_STRICT === '1';
   const list = await openai.models.list();
-  assert.deepEqual(list.data.map((m) => m.id), [model]);
-  await assert.rejects(openai.chat.completions.create({ model: 'no-such-model', messages: question }),
-    (e) => e.status === 404);
-  await assert.rejects(anthropic.messages.create({ model: 'no-such-model', max_tokens: 5, messages: question }),
-    (e) => e.status === 404 && e.error?.error?.type === 'not_found_error');
+  assert.deepEqual(list.data.map((m) => m.id), strict ? [model, 'fixture-alias'] : [model]);
+  if (strict) {
+    await assert.rejects(openai.chat.completions.create({ model: 'no-such-model', messages: question }),
+      (e) => e.status === 404);
+    await assert.rejects(anthropic.messages.create({ model: 'no-such-model', max_tokens: 5, messages: question }),
+      (e) => e.status === 404 && e.error?.error?.type === 'not_found_error');
+    const alias = await openai.chat.completions.create({ model: 'fixture-alias', messages: question, max_tokens: 4 });
+    assert.equal(alias.model, model);
+  } else {
+    // By default any name is served (agents send claude-* / gpt-* names) and answered as ours.
+    const other = await openai.chat.completions.create({ model: 'gpt-5-mini', messages: question, max_tokens: 4 });
+    assert.equal(other.model, model);
+    const claude = await anthropic.messages.create({ model: 'claude-haiku-4-5', max_tokens: 4, messages: question });
+    assert.equal(claude.model, model);
+  }
   // A body over --max-body-mb (1 MB here): a 413 at once, and the same client goes on working.
   await assert.rejects(openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'x'.repeat(2_000_000) }] }),
     (e) => e.status === 413);

@@ -53,6 +53,7 @@ stop_server() {
 
 run_clients() {
   QMLX_URL="http://127.0.0.1:$port" QMLX_KEY=$key QMLX_MODEL_ID=fixture QMLX_KIND=$1 \
+    QMLX_STRICT=${2:-0} \
     QMLX_NODE_MODULES=$node_modules node "$here/clients.cjs"
 }
 
@@ -102,14 +103,19 @@ curl_checks() {
   grep -q temperature "$work/body" || fail "mistyped field not named"
   expect_status 400 "Anthropic missing max_tokens" "${auth[@]}" "${json[@]}" \
     -d '{"messages":[{"role":"user","content":"x"}]}' "$base/v1/messages"
-  expect_status 400 "context overflow" "${auth[@]}" "${json[@]}" \
-    -d '{"messages":[{"role":"user","content":"x"}],"max_tokens":5000}' "$base/v1/chat/completions"
-  grep -q "max_tokens is 5000" "$work/body" && grep -q "limit of 4096" "$work/body" &&
+  # max_tokens is a ceiling: beyond the context it is capped (Claude Code always asks 128,000);
+  # a prompt that leaves no room at all is refused.
+  expect_status 200 "max_tokens over the context is capped" "${auth[@]}" "${json[@]}" \
+    -d '{"messages":[{"role":"user","content":"x"}],"max_tokens":128000}' "$base/v1/chat/completions"
+  python3 -c "print('{\"messages\":[{\"role\":\"user\",\"content\":\"' + 'x ' * 6000 + '\"}]}')" > "$work/long.json"
+  expect_status 400 "context overflow" "${auth[@]}" "${json[@]}" --data-binary "@$work/long.json" "$base/v1/chat/completions"
+  grep -q "leaves no room" "$work/body" && grep -q "limit of 4096" "$work/body" &&
     grep -q "the prompt has" "$work/body" || fail "overflow message: $(cat "$work/body")"
+  # This server runs with --strict-model-id: another model's name is a 404 before any schema check.
   expect_status 404 "unknown model" "${auth[@]}" "${json[@]}" \
     -d '{"model":"gpt-9","messages":[{"role":"user","content":"x"}]}' "$base/v1/chat/completions"
   expect_status 404 "unknown model (Anthropic)" "${auth[@]}" "${json[@]}" \
-    -d '{"model":"claude-9","max_tokens":5,"messages":[{"role":"user","content":"x"}]}' "$base/v1/messages"
+    -d '{"model":"claude-9","max_tokens":"five"}' "$base/v1/messages"
   grep -q not_found_error "$work/body" || fail "Anthropic 404 type"
   head -c 2000000 /dev/zero | tr '\0' ' ' > "$work/big.json"
   # An oversize body is refused before it is read and the connection closed, so a plain client
@@ -142,6 +148,11 @@ check_request_log() {
   grep -Eq 'uid=[0-9]+ MISS cached=0 prefill=[0-9]+ reason=[a-z_]+ .* ttft=[0-9.]+ms prompt=' "$1" ||
     fail "no per-request log line in $1"
   grep -q "ready: model=fixture" "$1" || fail "no start-up summary line in $1"
+  # Rejected requests are logged too (uid, route, status, error), never with prompt text.
+  grep -Eq 'uid=[0-9]+ POST /v1/chat/completions status=400 error="' "$1" ||
+    fail "no log line for a rejected request in $1"
+  grep -Eq 'uid=[0-9]+ GET /v1/nothing status=404 error="no route' "$1" ||
+    fail "no log line for an unknown route in $1"
   # stderr is a file here, so loading progress comes as plain lines, not a bar.
   grep -q "loading weights: 100% (" "$1" || fail "no loading progress line in $1"
 }
@@ -189,8 +200,9 @@ for kind in required named; do
   "$qmlx" make-model --out "$work/$kind-model" --script "$work/$kind.txt" --arch qwen3_5 --template qwen3 >/dev/null
 done
 
-start_server "$work/xml-model" "$work/xml.log" --log-format text
-run_clients xml
+start_server "$work/xml-model" "$work/xml.log" --log-format text --strict-model-id \
+  --model-alias fixture-alias
+run_clients xml 1
 curl_checks
 check_metrics
 stop_server "$work/xml.log"
