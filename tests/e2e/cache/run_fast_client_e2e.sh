@@ -13,12 +13,7 @@ turns=${3:-12}
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"
 mkdir -p "$work"
-py=/usr/bin/python3
-server_pid=""
-fail() { echo "FAIL: $*" >&2; exit 1; }
-cleanup() { [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null || true; }
-trap cleanup EXIT
-free_port() { $py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$here/serve_helpers.sh"
 
 # The qwen3_5 template opens <think> in the generation prompt: the script starts inside it.
 printf '%s' 'The user wants the weather. I will call the tool and then look at what it returns before I answer, as the instructions say.
@@ -44,29 +39,10 @@ config() {  # config FILE MEMORY DISK
 config "$work/warm.json" true true
 config "$work/cold.json" false false
 
-start_server() {  # start_server CONFIG LOG
-  port=$(free_port)
-  "$qmlx" serve --model "$work/model" --cache-config "$1" --port "$port" --metrics-port 0 \
-    --api-key k 2>"$2" &
-  server_pid=$!
-  for _ in $(seq 1 300); do
-    [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health" || true) == 200 ]] &&
-      return 0
-    kill -0 "$server_pid" 2>/dev/null || { cat "$2" >&2; fail "server exited during start-up"; }
-    sleep 0.1
-  done
-  fail "server not healthy"
-}
-stop_server() {
-  kill -TERM "$server_pid"
-  wait "$server_pid" || fail "server did not exit 0 on SIGTERM"
-  server_pid=""
-}
-
-start_server "$work/warm.json" "$work/warm.log"
+start_server "$work/model" "$work/warm.json" "$work/warm.log"
 $py "$here/fast_tool_loop.py" "$port" "$turns" "$work/warm.jsonl"
 stop_server
-start_server "$work/cold.json" "$work/cold.log"
+start_server "$work/model" "$work/cold.json" "$work/cold.log"
 $py "$here/fast_tool_loop.py" "$port" 0 "$work/cold.jsonl" --replay "$work/warm.jsonl"
 stop_server
 
