@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/config_key_doc.h"
+
 namespace qmlx {
 
 enum class EvictionPolicy { kUnmatchableFirst, kLru, kOldest };
@@ -60,5 +62,8 @@ struct ParsedCacheConfig {
 // keys belong to other parts of the server). Throws qmlx::Error naming `source` and the key.
 ParsedCacheConfig parse_cache_config(const nlohmann::json& root, std::string_view source);
 ParsedCacheConfig load_cache_config_file(const std::string& path);
+
+// Every key of the "cache" object, from the table the parser reads (for `qmlx cache --help`).
+std::vector<ConfigKeyDoc> cache_config_keys();
 
 }  // namespace qmlx

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/volatile_span.h"
+
 namespace qmlx {
 namespace {
 
@@ -57,17 +59,22 @@ std::optional<Divergence> find_divergence(std::span<const int32_t> prompt,
 }
 
 std::string format_divergence(const Divergence& d, const TokenDecoder& decode) {
-  auto quoted = [&](const std::vector<int32_t>& tokens) {
-    return nlohmann::json(decode(tokens))
-        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  auto quoted = [](const std::string& text) {
+    return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   };
-  return "divergence pos=" + std::to_string(d.position) +
-         " restored=" + std::to_string(d.restored) +
-         (d.unrestored.empty() ? "" : " unrestored=" + d.unrestored) +
-         " snapshot=" + d.snapshot_id.hex() +
-         " kind=" + std::string(snapshot_kind_name(d.snapshot_kind)) +
-         " before=" + quoted(d.before) + " cached=" + quoted(d.cached_after) +
-         " incoming=" + quoted(d.incoming_after);
+  const std::string before = decode(d.before), cached = decode(d.cached_after),
+                    incoming = decode(d.incoming_after);
+  std::string line =
+      "divergence pos=" + std::to_string(d.position) + " restored=" + std::to_string(d.restored) +
+      (d.unrestored.empty() ? "" : " unrestored=" + d.unrestored) +
+      " snapshot=" + d.snapshot_id.hex() +
+      " kind=" + std::string(snapshot_kind_name(d.snapshot_kind)) + " before=" + quoted(before) +
+      " cached=" + quoted(cached) + " incoming=" + quoted(incoming);
+  if (auto cause = find_volatile_span(before + cached, before + incoming)) {
+    line += " likely_cause=" + cause->kind + " span=" + quoted(cause->text) +
+            " fix=" + quoted(cause->fix);
+  }
+  return line;
 }
 
 }  // namespace qmlx

@@ -42,7 +42,9 @@ std::optional<Divergence> find_divergence(std::span<const int32_t> prompt,
 using TokenDecoder = std::function<std::string(std::span<const int32_t>)>;
 
 // One log line: "divergence pos=<p> restored=<r> [unrestored=<why>] snapshot=<id> kind=<k>
-// before=<..> cached=<..> incoming=<..>", the texts JSON-quoted so control characters stay visible.
+// before=<..> cached=<..> incoming=<..>", the texts JSON-quoted so control characters stay
+// visible, then " likely_cause=<kind> span=<..> fix=<..>" when the split falls on a
+// volatile-looking span (a date, a time, an id, a known client header; see volatile_span.h).
 std::string format_divergence(const Divergence& d, const TokenDecoder& decode);
 
 }  // namespace qmlx

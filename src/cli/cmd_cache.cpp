@@ -14,6 +14,7 @@
 #include "cache/admin.h"
 #include "cache/config.h"
 #include "cli/command.h"
+#include "server/options.h"
 
 namespace qmlx::cli {
 namespace {
@@ -169,6 +170,7 @@ int run_action(const std::string& action, const CacheOptions& o) {
 int run_cache(int argc, char** argv) {
   CLI::App app("Inspect and maintain the disk K/V cache", "qmlx cache");
   app.require_subcommand(1);
+  app.footer(server::config_keys_help());
   CacheOptions options;
   const std::string default_config = qmlx_home() + "/cache_config.json";
   options.config_path = default_config;

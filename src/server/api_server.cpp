@@ -186,8 +186,9 @@ httplib::Server::Handler wrap_route(State& state, const RouteSpec& spec, RouteHa
   return [&state, spec, handler](const httplib::Request& req, httplib::Response& res) {
     state.metrics.add_in_flight(1);
     // The uid is taken now so that a generation's HIT/MISS line and its response agree.
-    const uint64_t uid = state.next_uid.fetch_add(1);
-    res.set_header(kRequestIdHeader, std::to_string(uid));
+    const bool logged = spec.log != RequestLog::kNone;
+    const uint64_t uid = logged ? state.next_uid.fetch_add(1) : 0;
+    if (logged) res.set_header(kRequestIdHeader, std::to_string(uid));
     std::string error_message;
     try {
       if (spec.needs_auth) {
@@ -212,7 +213,10 @@ httplib::Server::Handler wrap_route(State& state, const RouteSpec& spec, RouteHa
     state.metrics.add_in_flight(-1);
     const int status = res.status == -1 ? 200 : res.status;
     state.metrics.record_request(spec.path, status);
-    if (status >= 400 || spec.log_success) log_answered(uid, req, status, error_message);
+    if (spec.log == RequestLog::kEveryRequest ||
+        (spec.log == RequestLog::kFailures && status >= 400)) {
+      log_answered(uid, req, status, error_message);
+    }
   };
 }
 

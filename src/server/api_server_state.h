@@ -9,6 +9,7 @@
 
 #include "server/api_error.h"
 #include "server/api_server.h"
+#include "server/response_store.h"
 
 namespace qmlx::server {
 
@@ -25,6 +26,7 @@ struct ApiServer::State {
   std::shared_ptr<const ModelRuntime> runtime;  // null while the model loads
   std::unique_ptr<Scheduler> scheduler;
   PrefixCache* cache = nullptr;  // the admin routes' cache; null without one
+  ResponseStore responses;       // /v1/responses: previous_response_id memory
   // The model's chat template renders a system message after other messages (see
   // system_message_placement.h); probed once when the model is ready.
   bool template_takes_later_system = false;
@@ -51,13 +53,18 @@ uint64_t request_uid(const httplib::Response& res);
 
 using State = ApiServer::State;
 
+// Which requests of a route the wrapper logs (one line each, with a uid).
+enum class RequestLog {
+  kEveryRequest,
+  kFailures,  // generation routes: a request that reaches the engine logs its HIT/MISS line
+  kNone,      // /health: polled many times a second by scripts and load balancers; no uid
+};
+
 struct RouteSpec {
   std::string path;
   ApiStyle style = ApiStyle::kOpenAI;
   bool needs_auth = true;
-  // False for routes whose successful requests log their own line (generation: HIT/MISS) and
-  // for probes polled too often to log (/health); failures are always logged.
-  bool log_success = true;
+  RequestLog log = RequestLog::kEveryRequest;
 };
 
 using RouteHandler = std::function<void(const httplib::Request&, httplib::Response&, State&)>;

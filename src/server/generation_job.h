@@ -41,6 +41,7 @@ struct GenerationStats {
   double ttft_ms = 0;  // from the start of processing to the first generated token
   double decode_ms = 0;
   CacheLookupResult cache;
+  std::vector<std::string> normalized;  // prompt normalization rules that changed the request
 
   double prefill_tokens_per_second() const;
   double decode_tokens_per_second() const;

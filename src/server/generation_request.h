@@ -1,9 +1,10 @@
 // GenerationRequest: one API request in the server's own terms, whatever route it came from.
-// The three generation routes (OpenAI chat, OpenAI completions, Anthropic messages) parse and
+// The generation routes (OpenAI chat, completions and responses, Anthropic messages) parse and
 // validate into this; everything downstream (template, scheduler, decode loop) sees only it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,7 +15,9 @@
 
 namespace qmlx::server {
 
-enum class Route { kChatCompletions, kCompletions, kMessages };
+enum class Route { kChatCompletions, kCompletions, kMessages, kResponses };
+
+struct ResponsesRequest;  // server/responses_request.h
 
 struct SamplingParams {
   double temperature = 1.0;
@@ -55,6 +58,12 @@ struct GenerationRequest {
   std::optional<std::string> prompt_text;
   std::vector<int32_t> prompt_ids;
   bool echo = false;
+
+  // The prompt normalization rules that changed this request, in order (for its log line).
+  std::vector<std::string> normalized;
+  // Responses route: what mapping the reply back to Responses items needs (tool kinds and
+  // namespaces, the conversation to store for previous_response_id); null on other routes.
+  std::shared_ptr<const ResponsesRequest> responses;
 
   ApiStyle style() const {
     return route == Route::kMessages ? ApiStyle::kAnthropic : ApiStyle::kOpenAI;

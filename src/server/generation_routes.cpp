@@ -1,13 +1,18 @@
-// The generation routes: POST /v1/chat/completions, /v1/completions and /v1/messages. Each
-// parses into a GenerationRequest, renders and tokenizes the prompt, checks the context
-// limit, queues a job on the scheduler, then answers with one JSON body or an SSE stream.
+// The generation routes: POST /v1/chat/completions, /v1/completions, /v1/messages and
+// /v1/responses. Each parses into a GenerationRequest, renders and tokenizes the prompt, checks
+// the context limit, queues a job on the scheduler, then answers with one JSON body or an SSE
+// stream.
 #include <chrono>
+#include <functional>
 
 #include "base/error.h"
 #include "server/anthropic_format.h"
 #include "server/api_server_state.h"
 #include "server/openai_format.h"
+#include "server/prompt_normalizer.h"
 #include "server/request_parser.h"
+#include "server/responses_format.h"
+#include "server/responses_request.h"
 #include "server/sse.h"
 #include "server/system_message_placement.h"
 
@@ -81,6 +86,7 @@ void apply_context_limit(GenerationRequest& r, int64_t prompt_tokens, int64_t li
 std::string response_id(Route route, uint64_t uid) {
   const char* prefix = route == Route::kMessages      ? "msg_qmlx"
                        : route == Route::kCompletions ? "cmpl-qmlx"
+                       : route == Route::kResponses   ? "resp_qmlx"
                                                       : "chatcmpl-qmlx";
   return prefix + std::to_string(uid);
 }
@@ -91,7 +97,14 @@ struct ResponseContext {
   std::shared_ptr<const ModelRuntime> runtime;
   ResponseMeta meta;
   double keepalive_seconds = 5;
+  ResponseStore* responses = nullptr;  // where a finished Responses reply is remembered
 };
+
+// Keeps a finished Responses reply for a later previous_response_id (unless store is false).
+void remember_response(const ResponseContext& ctx, const nlohmann::json& output) {
+  const ResponsesRequest& request = *ctx.job->request().responses;
+  if (request.store) ctx.responses->put(ctx.meta.id, request.conversation, output);
+}
 
 [[noreturn]] void throw_job_failure(const GenerationEvent& event) {
   if (event.kind == GenerationEvent::Kind::kError) throw ApiError(event.status, event.message);
@@ -121,6 +134,11 @@ json whole_response(const ResponseContext& ctx) {
   const GenerationRequest& r = ctx.job->request();
   const Tokenizer& tokenizer = *ctx.runtime->tokenizer;
   if (r.route == Route::kMessages) return anthropic_message(ctx.meta, output, done);
+  if (r.route == Route::kResponses) {
+    json response = responses_object(ctx.meta, r.responses, tokenizer, output, done);
+    remember_response(ctx, response["output"]);
+    return response;
+  }
   if (r.route == Route::kChatCompletions) {
     return chat_completion(ctx.meta, output,
                            r.logprobs ? chat_logprobs(logprobs, tokenizer) : json(nullptr), done);
@@ -138,6 +156,7 @@ class StreamSession {
         request_(ctx.job->request()),
         sink_(sink),
         anthropic_(ctx.meta),
+        responses_(ctx.meta, request_.responses, *ctx.runtime->tokenizer),
         text_offset_(request_.echo ? ctx.job->prompt().text.size() : 0) {}
 
   bool run() {
@@ -181,11 +200,14 @@ class StreamSession {
         return sse_data(chat_chunk(ctx_.meta, {{"role", "assistant"}, {"content", ""}}));
       case Route::kCompletions:
         return request_.echo ? sse_data(text_chunk(ctx_.meta, ctx_.job->prompt().text)) : "";
+      case Route::kResponses:
+        return responses_.start();
     }
     return "";
   }
 
   std::string keepalive() {
+    if (request_.route == Route::kResponses) return responses_.keepalive();
     return request_.route == Route::kMessages ? anthropic_.ping() : sse_comment("keep-alive");
   }
 
@@ -195,6 +217,7 @@ class StreamSession {
 
   std::string render(const GenerationEvent& event) {
     if (event.kind == GenerationEvent::Kind::kProgress) {
+      if (request_.route == Route::kResponses) return "";  // no such Responses event
       if (request_.route == Route::kMessages) return anthropic_.progress(event.progress);
       return sse_data(progress_chunk(ctx_.meta, openai_object(), event.progress));
     }
@@ -212,6 +235,8 @@ class StreamSession {
         text_offset_ += event.delta.content.size();
         return sse_data(text_chunk(ctx_.meta, event.delta.content, lp));
       }
+      case Route::kResponses:
+        return responses_.delta(event.delta);
     }
     return "";
   }
@@ -223,6 +248,11 @@ class StreamSession {
       return stream_error(503, "the request was cut short: the server is shutting down");
     }
     if (request_.route == Route::kMessages) return anthropic_.finish(event);
+    if (request_.route == Route::kResponses) {
+      std::string out = responses_.finish(event);
+      remember_response(ctx_, responses_.output());
+      return out;
+    }
     std::string out;
     const char* reason = openai_finish_reason(event.finish);
     json last = request_.route == Route::kCompletions
@@ -236,6 +266,7 @@ class StreamSession {
   }
 
   std::string stream_error(int status, const std::string& message) {
+    if (request_.route == Route::kResponses) return responses_.fail(status, message);
     ApiStyle style = request_.style();
     json body = json::parse(error_body(style, status, message));
     if (style == ApiStyle::kAnthropic) return sse_event("error", body);
@@ -246,6 +277,7 @@ class StreamSession {
   const GenerationRequest& request_;
   httplib::DataSink& sink_;
   AnthropicEventStream anthropic_;
+  ResponsesEventStream responses_;
   size_t text_offset_;
   Clock::time_point last_write_ = Clock::now();
 };
@@ -264,7 +296,8 @@ void stream_response(httplib::Response& res, State& state, ResponseContext ctx) 
       });
 }
 
-using Parser = GenerationRequest (*)(const nlohmann::ordered_json&, const SamplingDefaults&);
+using Parser =
+    std::function<GenerationRequest(const nlohmann::ordered_json&, const SamplingDefaults&)>;
 
 void handle_generation(const httplib::Request& req, httplib::Response& res, State& state,
                        Parser parse) {
@@ -273,6 +306,8 @@ void handle_generation(const httplib::Request& req, httplib::Response& res, Stat
   // The model is checked first, so a request for another model is told that, not a schema error.
   state.check_model(requested_model(body), *runtime);
   GenerationRequest r = parse(body, state.options.sampling);
+  // The rules see the messages as the client sent them; placement then fits them to the template.
+  normalize_and_record(r, state.options.prompt_normalization, state.metrics);
   place_system_messages(r.messages, state.template_takes_later_system);
   RenderedPrompt prompt = render_prompt(r, *runtime);
   apply_context_limit(r, static_cast<int64_t>(prompt.ids.size()), state.context_limit(*runtime));
@@ -281,6 +316,7 @@ void handle_generation(const httplib::Request& req, httplib::Response& res, Stat
   ctx.meta = {response_id(r.route, uid), runtime->model_id, unix_seconds(), r.omit_reasoning_text};
   ctx.runtime = runtime;
   ctx.keepalive_seconds = state.settings.keepalive_seconds;
+  ctx.responses = &state.responses;
   bool stream = r.stream;
   ctx.job = std::make_shared<GenerationJob>(uid, std::move(r), std::move(prompt));
   state.ready_scheduler().submit(ctx.job);
@@ -295,17 +331,26 @@ void handle_generation(const httplib::Request& req, httplib::Response& res, Stat
 
 void add_generation_routes(httplib::Server& http, State& state) {
   // A generation that reaches the engine logs its HIT/MISS line; only rejections log here.
-  add_route(http, state, "POST", {"/v1/chat/completions", ApiStyle::kOpenAI, true, false},
+  add_route(http, state, "POST",
+            {"/v1/chat/completions", ApiStyle::kOpenAI, true, RequestLog::kFailures},
             [](const auto& req, auto& res, State& s) {
               handle_generation(req, res, s, parse_chat_request);
             });
-  add_route(http, state, "POST", {"/v1/completions", ApiStyle::kOpenAI, true, false},
+  add_route(http, state, "POST",
+            {"/v1/completions", ApiStyle::kOpenAI, true, RequestLog::kFailures},
             [](const auto& req, auto& res, State& s) {
               handle_generation(req, res, s, parse_completion_request);
             });
-  add_route(http, state, "POST", {"/v1/messages", ApiStyle::kAnthropic, true, false},
+  add_route(http, state, "POST",
+            {"/v1/messages", ApiStyle::kAnthropic, true, RequestLog::kFailures},
             [](const auto& req, auto& res, State& s) {
               handle_generation(req, res, s, parse_messages_request);
+            });
+  add_route(http, state, "POST", {"/v1/responses", ApiStyle::kOpenAI, true, RequestLog::kFailures},
+            [](const auto& req, auto& res, State& s) {
+              handle_generation(req, res, s, [&s](const auto& body, const auto& defaults) {
+                return parse_responses_request(body, defaults, s.responses);
+              });
             });
 }
 

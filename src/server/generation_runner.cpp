@@ -105,6 +105,7 @@ class Run {
     start_ = Clock::now();
     stats_.queue_ms = std::chrono::duration<double, std::milli>(start_ - job_.created()).count();
     stats_.uid = job_.uid();
+    stats_.normalized = request_.normalized;
     stats_.prompt_tokens = static_cast<int64_t>(prompt_ids_.size());
     restore_from_cache();
     if (!prefill_prompt()) return finish(FinishReason::kCancelled);

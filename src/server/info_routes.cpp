@@ -125,7 +125,7 @@ void count_tokens(const httplib::Request& req, httplib::Response& res, State& st
 }  // namespace
 
 void add_info_routes(httplib::Server& http, State& state) {
-  add_route(http, state, "GET", {"/health", ApiStyle::kOpenAI, false, false}, health);
+  add_route(http, state, "GET", {"/health", ApiStyle::kOpenAI, false, RequestLog::kNone}, health);
   add_route(http, state, "GET", {"/v1/models", ApiStyle::kOpenAI}, models);
   add_route(http, state, "POST", {"/tokenize", ApiStyle::kOpenAI}, tokenize);
   add_route(http, state, "POST", {"/detokenize", ApiStyle::kOpenAI}, detokenize);

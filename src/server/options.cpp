@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/process.h"
+#include "cache/config.h"
 
 namespace qmlx::server {
 namespace {
@@ -17,17 +18,40 @@ namespace fs = std::filesystem;
 
 const char kConfigHelp[] = R"(Configuration file (--cache-config FILE), the qMLX cache_config.json:
   {
-    "cache": { ... },            the prefix cache settings, read by the cache (see qmlx cache --help)
+    "cache": { ... },            the prefix cache settings
     "model": {
       "path": "~/models/X",      model folder (same as --model)
       "hybrid_attention": true,  accepted for qMLX compatibility (same as --hybrid-attention);
                                  the architecture is detected from the model's config.json
       "deltanet_state_aware": true  accepted for qMLX compatibility (same as --disk-kv-restore)
-    }
+    },
+    "prompt_normalization": { "<rule>": true|false, ... }
+                                 rules that rewrite what clients vary per request
   }
+Every key, with its values and default: qmlx cache --help.
 A flag given on the command line overrides the file. "~" is expanded. Unknown keys are
 reported as warnings; an invalid value or a missing model is an error before the port opens.
 )";
+
+// The "model" object's keys; each is read by apply_model_section.
+const ConfigKeyDoc kModelKeys[] = {
+    {"model.path", "string", "none (--model, or the built-in demo model)",
+     "model folder or .gguf file (same as --model; \"~\" is expanded)"},
+    {"model.hybrid_attention", "true|false", "false",
+     "accepted for qMLX compatibility (same as --hybrid-attention); the architecture is "
+     "detected from the model's config.json"},
+    {"model.deltanet_state_aware", "true|false", "false",
+     "restore K/V and recurrent state from the SSD cache (same as --disk-kv-restore)"},
+};
+
+// The keys that `docs` names under `prefix`, without it ("model.path" is "path" in "model").
+std::set<std::string> keys_under(const std::string& prefix, const std::vector<ConfigKeyDoc>& docs) {
+  std::set<std::string> keys;
+  for (const ConfigKeyDoc& doc : docs) {
+    if (doc.name.starts_with(prefix)) keys.insert(doc.name.substr(prefix.size()));
+  }
+  return keys;
+}
 
 const nlohmann::json* find_key(const nlohmann::json& object, const char* key) {
   auto it = object.find(key);
@@ -61,7 +85,7 @@ void warn_unknown_keys(const nlohmann::json& object, const std::set<std::string>
 void apply_model_section(const nlohmann::json& model, const std::string& file,
                          const std::vector<std::string>& set_by_flags, ServerOptions& options) {
   if (!model.is_object()) invalid(file, "model", "an object");
-  warn_unknown_keys(model, {"path", "hybrid_attention", "deltanet_state_aware"}, file, "model.",
+  warn_unknown_keys(model, keys_under("model.", server_config_keys()), file, "model.",
                     options.warnings);
   if (const auto* path = find_key(model, "path")) {
     if (!path->is_string()) invalid(file, "model.path", "a string");
@@ -74,6 +98,17 @@ void apply_model_section(const nlohmann::json& model, const std::string& file,
   if (const auto* aware = find_key(model, "deltanet_state_aware")) {
     bool value = read_bool(*aware, file, "model.deltanet_state_aware");
     if (!set_by(set_by_flags, "deltanet_state_aware")) options.deltanet_state_aware = value;
+  }
+}
+
+void apply_prompt_normalization_section(const nlohmann::json& section, const std::string& file,
+                                        ServerOptions& options) {
+  if (!section.is_object()) invalid(file, "prompt_normalization", "an object");
+  const std::set<std::string> rules = keys_under("prompt_normalization.", server_config_keys());
+  warn_unknown_keys(section, rules, file, "prompt_normalization.", options.warnings);
+  for (const auto& [rule, value] : section.items()) {
+    if (!rules.count(rule)) continue;
+    options.prompt_normalization.set(rule, read_bool(value, file, "prompt_normalization." + rule));
   }
 }
 
@@ -119,16 +154,39 @@ void add_sampling_flags(CLI::App& app, SamplingDefaults& s) {
 
 const char* config_file_help() { return kConfigHelp; }
 
+std::string config_keys_help() {
+  std::vector<ConfigKeyDoc> keys = cache_config_keys();
+  for (ConfigKeyDoc& key : server_config_keys()) keys.push_back(std::move(key));
+  return "Keys of cache_config.json (qmlx serve --cache-config FILE; qmlx cache reads its "
+         "\"cache\" object):\n" +
+         format_config_keys(keys) +
+         "Unknown keys are reported as warnings; a wrong type or a value out of range is an "
+         "error naming the key.\n";
+}
+
+std::vector<ConfigKeyDoc> server_config_keys() {
+  std::vector<ConfigKeyDoc> keys(std::begin(kModelKeys), std::end(kModelKeys));
+  for (const PromptNormalizationRule& rule : prompt_normalization_rules()) {
+    keys.push_back({std::string("prompt_normalization.") + rule.name, "true|false",
+                    rule.on_by_default ? "true" : "false", rule.help});
+  }
+  return keys;
+}
+
 void apply_config_file(const nlohmann::json& document, const std::string& file_name,
                        const std::vector<std::string>& set_by_flags, ServerOptions& options) {
   if (!document.is_object()) throw Error(file_name + ": the top level must be a JSON object");
-  warn_unknown_keys(document, {"cache", "model"}, file_name, "", options.warnings);
+  warn_unknown_keys(document, {"cache", "model", "prompt_normalization"}, file_name, "",
+                    options.warnings);
   if (const auto* cache = find_key(document, "cache")) {
     if (!cache->is_object()) invalid(file_name, "cache", "an object");
     options.cache_config = *cache;
   }
   if (const auto* model = find_key(document, "model")) {
     apply_model_section(*model, file_name, set_by_flags, options);
+  }
+  if (const auto* rules = find_key(document, "prompt_normalization")) {
+    apply_prompt_normalization_section(*rules, file_name, options);
   }
 }
 

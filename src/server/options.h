@@ -9,7 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/config_key_doc.h"
 #include "base/logging.h"
+#include "server/prompt_normalizer.h"
 
 namespace qmlx::server {
 
@@ -48,6 +50,8 @@ struct ServerOptions {
   int max_queue = 16;  // requests waiting for the engine beyond the active one
   // The config file's "cache" object, passed through untouched to the cache's own parser.
   nlohmann::json cache_config = nlohmann::json::object();
+  // The config file's "prompt_normalization" object: which rules rewrite requests.
+  PromptNormalizationOptions prompt_normalization;
   // Non-fatal findings (unknown keys, contradictions) to log once logging is configured.
   std::vector<std::string> warnings;
 };
@@ -72,7 +76,14 @@ void apply_config_file(const nlohmann::json& document, const std::string& file_n
 // Checks values that no single field can check alone (the model exists, ports differ...).
 void validate_options(const ServerOptions& options);
 
-// The --help text for the config file, listing every key.
+// The --help text for the config file: its sections, and where every key is documented.
 const char* config_file_help();
+
+// Every key of the config file outside "cache", from the tables the parser reads (for
+// `qmlx cache --help`, which lists them with the cache's own keys).
+std::vector<ConfigKeyDoc> server_config_keys();
+
+// Every key of the file, the cache's and the server's, with values, default and what it does.
+std::string config_keys_help();
 
 }  // namespace qmlx::server

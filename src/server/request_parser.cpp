@@ -3,10 +3,10 @@
 #include "server/reasoning_signature.h"
 
 namespace qmlx::server {
-namespace {
 
 using json = nlohmann::ordered_json;
 
+// The field helpers and parse_sampling are shared with the Responses parser (request_parser.h).
 [[noreturn]] void bad_field(const std::string& field, const std::string& what) {
   throw ApiError(400, "'" + field + "' " + what, field);
 }
@@ -76,6 +76,8 @@ SamplingParams parse_sampling(const json& body, const SamplingDefaults& d) {
   return s;
 }
 
+namespace {
+
 std::vector<std::string> parse_stop(const json& body, const char* key) {
   const json* v = optional_field(body, key);
   if (v == nullptr) return {};
@@ -118,6 +120,8 @@ std::string content_text(const json& content, const std::string& path) {
   return text;
 }
 
+}  // namespace
+
 // Chat templates iterate tool-call arguments as a mapping; clients send a JSON string.
 json arguments_object(const json& arguments, const std::string& path) {
   if (arguments.is_object()) return arguments;
@@ -126,6 +130,8 @@ json arguments_object(const json& arguments, const std::string& path) {
   if (parsed.is_discarded() || !parsed.is_object()) return arguments;
   return parsed;
 }
+
+namespace {
 
 json normalize_tool_calls(const json& calls, const std::string& path) {
   if (!calls.is_array()) bad_field(path, "must be an array");

@@ -4,6 +4,8 @@
 // Hugging Face chat templates expect.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -32,5 +34,26 @@ std::string requested_model(const nlohmann::ordered_json& body);
 void parse_anthropic_conversation(const nlohmann::ordered_json& body, GenerationRequest& r);
 nlohmann::ordered_json anthropic_to_openai_messages(const nlohmann::ordered_json& body);
 nlohmann::ordered_json anthropic_to_openai_tools(const nlohmann::ordered_json& tools);
+
+// Field helpers shared by the route parsers (the Responses parser too). Each throws
+// ApiError(400) naming the field: `path` / `key` is the name the message uses.
+[[noreturn]] void bad_field(const std::string& field, const std::string& what);
+// Null when absent or JSON null.
+const nlohmann::ordered_json* optional_field(const nlohmann::ordered_json& object, const char* key);
+const nlohmann::ordered_json& required_field(const nlohmann::ordered_json& object, const char* key,
+                                             const std::string& path);
+std::optional<double> number_field(const nlohmann::ordered_json& body, const char* key, double lo,
+                                   double hi);
+std::optional<int64_t> integer_field(const nlohmann::ordered_json& body, const char* key,
+                                     int64_t lo);
+bool bool_field(const nlohmann::ordered_json& body, const char* key, bool fallback);
+// "model" as a string, "" when absent.
+std::string model_field(const nlohmann::ordered_json& body);
+// temperature, top_p, top_k, min_p, penalties and seed, with the server's defaults.
+SamplingParams parse_sampling(const nlohmann::ordered_json& body, const SamplingDefaults& d);
+// Tool-call arguments as the chat templates want them: an object when the JSON string parses
+// to one, else the string unchanged.
+nlohmann::ordered_json arguments_object(const nlohmann::ordered_json& arguments,
+                                        const std::string& path);
 
 }  // namespace qmlx::server

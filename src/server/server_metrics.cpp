@@ -6,6 +6,7 @@
 
 #include "base/process.h"
 #include "server/generation_runner.h"
+#include "server/prompt_normalizer.h"
 
 namespace qmlx::server {
 namespace {
@@ -36,7 +37,13 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry)
       prefill_tps_(registry.histogram("qmlx_prefill_tokens_per_second",
                                       "Prefill throughput per request", kRateBuckets)),
       decode_tps_(registry.histogram("qmlx_decode_tokens_per_second",
-                                     "Decode throughput per request", kRateBuckets)) {
+                                     "Decode throughput per request", kRateBuckets)),
+      normalizations_(registry.counter("qmlx_prompt_normalizations_total",
+                                       "Requests changed by each prompt normalization rule",
+                                       {"rule"})) {
+  for (const PromptNormalizationRule& rule : prompt_normalization_rules()) {
+    normalizations_.add(0, {rule.name});  // every rule is listed, fired or not
+  }
   registry.gauge("process_resident_memory_bytes", "Resident memory size in bytes").set_function([] {
     return static_cast<double>(current_rss_bytes());
   });
@@ -47,6 +54,10 @@ void ServerMetrics::record_request(const std::string& route, int status) {
 }
 
 void ServerMetrics::add_in_flight(int delta) { in_flight_.add(delta); }
+
+void ServerMetrics::record_normalization(const std::vector<std::string>& rules) {
+  for (const std::string& rule : rules) normalizations_.add(1, {rule});
+}
 
 void ServerMetrics::record_generation(const GenerationStats& stats) {
   prompt_tokens_.add(static_cast<double>(stats.prompt_tokens));
@@ -84,7 +95,14 @@ std::string request_log_line(uint64_t uid, FinishReason finish, const Generation
                 stats.ttft_ms, static_cast<long long>(stats.prompt_tokens),
                 static_cast<long long>(stats.completion_tokens), stats.prefill_tokens_per_second(),
                 stats.decode_tokens_per_second(), stats.queue_ms, finish_name(finish));
-  return out + line;
+  out += line;
+  if (!stats.normalized.empty()) {
+    out += " normalized=";
+    for (size_t i = 0; i < stats.normalized.size(); ++i) {
+      out += (i ? "," : "") + stats.normalized[i];
+    }
+  }
+  return out;
 }
 
 std::string answered_request_log_line(uint64_t uid, const std::string& method,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "server/generation_job.h"
 #include "server/metrics.h"
@@ -16,6 +17,8 @@ class ServerMetrics {
   void record_request(const std::string& route, int status);
   void add_in_flight(int delta);
   void record_generation(const GenerationStats& stats);
+  // Counts each prompt normalization rule that changed a request.
+  void record_normalization(const std::vector<std::string>& rules);
 
   MetricsRegistry& registry() { return registry_; }
 
@@ -29,9 +32,11 @@ class ServerMetrics {
   Histogram& ttft_seconds_;
   Histogram& prefill_tps_;
   Histogram& decode_tps_;
+  Counter& normalizations_;
 };
 
-// The per-request log line: starts exactly `uid=<n> <HIT|MISS> cached=<c> prefill=<p>`.
+// The per-request log line: starts exactly `uid=<n> <HIT|MISS> cached=<c> prefill=<p>`; ends
+// with `normalized=<rule>,<rule>` when prompt normalization rules changed the request.
 std::string request_log_line(uint64_t uid, FinishReason finish, const GenerationStats& stats);
 
 // The log line of a request answered without generating (a rejection, an admin or info route):

@@ -57,7 +57,10 @@ TEST(CacheConfig, ReadsEveryKey) {
                                     {"memory_cache_max_mb", 100},
                                     {"low_water_fraction", 0.5},
                                     {"guard_margin_mb", 10},
-                                    {"fsync", false}});
+                                    {"fsync", false},
+                                    {"writer_queue_capacity", 8},
+                                    {"edit_point_checkpoints", 2},
+                                    {"edit_point_max_mb", 64}});
   const CacheConfig& c = parsed.config;
   EXPECT_FALSE(c.memory_prefix_cache);
   EXPECT_EQ(c.disk_cache_dir, "/home/tester/kv");
@@ -72,6 +75,32 @@ TEST(CacheConfig, ReadsEveryKey) {
   EXPECT_EQ(c.low_water_fraction, 0.5);
   EXPECT_EQ(c.guard_margin_bytes(), 10ull << 20);
   EXPECT_FALSE(c.fsync);
+  EXPECT_EQ(c.writer_queue_capacity, 8);
+  EXPECT_EQ(c.edit_point_checkpoints, 2);
+  EXPECT_EQ(c.edit_point_max_bytes(), 64ull << 20);
+  EXPECT_TRUE(parsed.warnings.empty());
+}
+
+// The documented keys (qmlx cache --help) are exactly the keys ReadsEveryKey sets.
+TEST(CacheConfig, DocumentedKeysAreTheKeysItReads) {
+  std::vector<std::string> documented;
+  for (const ConfigKeyDoc& key : cache_config_keys()) documented.push_back(key.name);
+  EXPECT_EQ(documented,
+            (std::vector<std::string>{
+                "cache.memory_prefix_cache", "cache.disk_kv_cache", "cache.disk_cache_dir",
+                "cache.disk_cache_max_gb", "cache.checkpoint_interval_tokens",
+                "cache.eviction_policy", "cache.restore_guard_enabled", "cache.token_blob_checksum",
+                "cache.chunk_tokens", "cache.prefill_checkpoint_tokens",
+                "cache.memory_cache_max_mb", "cache.low_water_fraction", "cache.guard_margin_mb",
+                "cache.fsync", "cache.writer_queue_capacity", "cache.edit_point_checkpoints",
+                "cache.edit_point_max_mb"}));
+  for (const ConfigKeyDoc& key : cache_config_keys()) {
+    EXPECT_FALSE(key.values.empty() || key.default_value.empty() || key.help.empty()) << key.name;
+  }
+  EXPECT_EQ(cache_config_keys()[8].values, "integer in [16, 65536]");
+  EXPECT_EQ(cache_config_keys()[8].default_value, "256");
+  EXPECT_EQ(cache_config_keys()[11].values, "number in (0, 1]");
+  EXPECT_EQ(cache_config_keys()[11].default_value, "0.8");
 }
 
 TEST(CacheConfig, EveryBadValueNamesItsKey) {
@@ -91,7 +120,8 @@ TEST(CacheConfig, EveryBadValueNamesItsKey) {
                                                          {"low_water_fraction", 1.5},
                                                          {"low_water_fraction", 0},
                                                          {"guard_margin_mb", "1"},
-                                                         {"fsync", "true"}};
+                                                         {"fsync", "true"},
+                                                         {"writer_queue_capacity", 0}};
   for (const auto& [key, value] : bad) {
     std::string message = error_of({{key, value}});
     EXPECT_NE(message.find("cache." + key), std::string::npos) << key << ": " << message;

@@ -685,6 +685,75 @@ TEST_F(ApiServerTest, MetricsScrapeCountsRequests) {
   EXPECT_NE(scrape->body.find("qmlx_ttft_seconds_count 1"), std::string::npos);
 }
 
+// What Claude Code sends: its attribution header first in `system`, tools not in name order.
+json claude_code_request() {
+  json input = {{"type", "object"}};
+  return json{
+      {"model", "fake-model"},
+      {"max_tokens", 20},
+      {"temperature", 0},
+      {"system",
+       {{{"type", "text"},
+         {"text", "x-anthropic-billing-header: cc_version=2.1.332.0b8; cc_entrypoint=sdk-cli;"}},
+        {{"type", "text"}, {"text", "You are a Claude agent."}}}},
+      {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+      {"tools",
+       {{{"name", "Write"}, {"input_schema", input}},
+        {{"name", "Bash"}, {"input_schema", input}}}}};
+}
+
+const char kBillingCounter[] =
+    "qmlx_prompt_normalizations_total{rule=\"strip_claude_code_billing_header\"} ";
+const char kToolOrderCounter[] = "qmlx_prompt_normalizations_total{rule=\"canonical_tool_order\"} ";
+
+class PromptNormalizationTest : public ApiServerTest {
+ protected:
+  std::string scrape() {
+    httplib::Client metrics("127.0.0.1", server_->metrics_port());
+    auto res = metrics.Get("/metrics");
+    return res ? res->body : "";
+  }
+  // Sends Claude Code's request `n` times; returns the log the server wrote meanwhile and the
+  // metrics after, once the server stopped (so every log line is written).
+  std::pair<std::string, std::string> send_and_stop(int n) {
+    ::testing::internal::CaptureStderr();
+    for (int i = 0; i < n; ++i) {
+      auto res = post("/v1/messages", claude_code_request().dump(), {{"x-api-key", "k"}});
+      EXPECT_TRUE(res && res->status == 200);
+    }
+    std::string metrics = scrape();
+    server_->stop(std::chrono::milliseconds(2000));
+    return {::testing::internal::GetCapturedStderr(), metrics};
+  }
+};
+
+// The rules rewrite the request, its log line names them and the per-rule counter moves.
+TEST_F(PromptNormalizationTest, RulesThatFireAreLoggedAndCounted) {
+  ServerOptions all;
+  all.prompt_normalization.set("canonical_tool_order", true);  // off by default
+  start({}, all);
+  EXPECT_NE(scrape().find(kBillingCounter + std::string("0")), std::string::npos);
+  auto [log, metrics] = send_and_stop(2);
+  EXPECT_NE(metrics.find(kBillingCounter + std::string("2")), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find(kToolOrderCounter + std::string("2")), std::string::npos) << metrics;
+  EXPECT_NE(log.find("uid=2 "), std::string::npos) << log;
+  EXPECT_NE(log.find("normalized=strip_claude_code_billing_header,canonical_tool_order\n"),
+            std::string::npos)
+      << log;
+}
+
+TEST_F(PromptNormalizationTest, SwitchedOffRulesNeitherLogNorCount) {
+  ServerOptions off;
+  off.prompt_normalization.set("strip_claude_code_billing_header", false);
+  off.prompt_normalization.set("canonical_tool_order", false);
+  start({}, off);
+  auto [log, metrics] = send_and_stop(1);
+  EXPECT_NE(metrics.find(kBillingCounter + std::string("0")), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find(kToolOrderCounter + std::string("0")), std::string::npos) << metrics;
+  EXPECT_NE(log.find("uid=1 MISS"), std::string::npos) << log;
+  EXPECT_EQ(log.find("normalized="), std::string::npos) << log;
+}
+
 // max_tokens beyond the context is capped at what is left: the reply stops at the limit.
 TEST_F(ApiServerTest, MaxTokensIsCappedAtTheContextLeft) {
   ServerOptions options;

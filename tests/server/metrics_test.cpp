@@ -103,5 +103,16 @@ TEST(MetricsTest, RequestLogLineStartsWithTheCacheFields) {
       0u);
 }
 
+TEST(MetricsTest, RequestLogLineEndsWithTheNormalizationRulesThatFired) {
+  GenerationStats stats;
+  std::string line = request_log_line(1, FinishReason::kStop, stats);
+  EXPECT_EQ(line.find("normalized="), std::string::npos) << line;
+  stats.normalized = {"strip_claude_code_billing_header", "canonical_tool_order"};
+  line = request_log_line(1, FinishReason::kStop, stats);
+  const std::string tail = " normalized=strip_claude_code_billing_header,canonical_tool_order";
+  ASSERT_GE(line.size(), tail.size());
+  EXPECT_EQ(line.substr(line.size() - tail.size()), tail) << line;
+}
+
 }  // namespace
 }  // namespace qmlx::server

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "cache/config.h"
 #include "server/options.h"
 
 namespace qmlx::server {
@@ -203,6 +204,62 @@ TEST_F(OptionsTest, HelpDocumentsEveryFlagAndKey) {
                            "\"deltanet_state_aware\""}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
+}
+
+TEST_F(OptionsTest, PromptNormalizationRulesAreSwitchedByName) {
+  ServerOptions options;
+  EXPECT_TRUE(options.prompt_normalization.enabled("strip_claude_code_billing_header"));
+  EXPECT_FALSE(options.prompt_normalization.enabled("canonical_tool_order"));
+  apply_config_file(nlohmann::json::parse(R"({"prompt_normalization":
+      {"canonical_tool_order": true, "strip_claude_code_billing_header": false,
+       "strip_timestamps": true}})"),
+                    "c.json", {}, options);
+  EXPECT_TRUE(options.prompt_normalization.enabled("canonical_tool_order"));
+  EXPECT_FALSE(options.prompt_normalization.enabled("strip_claude_code_billing_header"));
+  ASSERT_EQ(options.warnings.size(), 1u);
+  EXPECT_NE(options.warnings[0].find("prompt_normalization.strip_timestamps"), std::string::npos);
+
+  for (const char* bad : {R"({"prompt_normalization": {"canonical_tool_order": "no"}})",
+                          R"({"prompt_normalization": {"canonical_tool_order": 0}})",
+                          R"({"prompt_normalization": true})"}) {
+    try {
+      apply_config_file(nlohmann::json::parse(bad), "c.json", {}, options);
+      ADD_FAILURE() << "expected an error for " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("c.json: \"prompt_normalization"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// `qmlx cache --help` lists every key the parsers accept, each with its default, and each key
+// it lists is accepted (set to its default where that is a JSON value) without a warning.
+TEST_F(OptionsTest, ConfigKeysHelpListsEveryAcceptedKey) {
+  const std::string help = config_keys_help();
+  std::vector<ConfigKeyDoc> keys = cache_config_keys();
+  for (const ConfigKeyDoc& key : server_config_keys()) keys.push_back(key);
+  for (const ConfigKeyDoc& key : keys) {
+    EXPECT_NE(help.find("  " + key.name + " "), std::string::npos) << key.name;
+    EXPECT_NE(help.find("(default " + key.default_value + ")"), std::string::npos) << key.name;
+    EXPECT_FALSE(key.help.empty()) << key.name;
+    nlohmann::json value = nlohmann::json::parse(key.default_value, nullptr, false);
+    if (value.is_discarded()) value = "x";
+    const size_t dot = key.name.find('.');
+    nlohmann::json document = {{key.name.substr(0, dot), {{key.name.substr(dot + 1), value}}}};
+    ServerOptions options;
+    apply_config_file(document, "c.json", {}, options);
+    EXPECT_TRUE(options.warnings.empty()) << key.name;
+    EXPECT_TRUE(parse_cache_config(document, "c.json").warnings.empty() ||
+                !key.name.starts_with("cache."))
+        << key.name;
+  }
+  // The other direction: a key missing from the tables is not accepted.
+  ServerOptions options;
+  apply_config_file(nlohmann::json::parse(R"({"model": {"colour": 1}})"), "c.json", {}, options);
+  EXPECT_EQ(options.warnings.size(), 1u);
+  EXPECT_EQ(parse_cache_config(nlohmann::json::parse(R"({"cache": {"colour": 1}})"), "c.json")
+                .warnings.size(),
+            1u);
 }
 
 }  // namespace

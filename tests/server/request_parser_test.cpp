@@ -2,23 +2,13 @@
 
 #include "server/reasoning_signature.h"
 #include "server/request_parser.h"
+#include "tests/server/api_error_of.h"
 
 namespace qmlx::server {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-// The ApiError a parse throws (status and the field it names).
-template <typename Fn>
-ApiError error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an ApiError";
-  return ApiError(0, "");
-}
+using testing::error_of;
 
 TEST(RequestParserTest, MalformedJsonIs400) {
   EXPECT_EQ(error_of([] { parse_body("{\"messages\": ["); }).status(), 400);

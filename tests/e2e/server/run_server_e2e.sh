@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of `qmlx serve`: scripted fixture models (reasoning + XML tool call, reasoning
 # + two JSON tool calls, plain text, and two for tool_choice) served for real, driven by the
-# official OpenAI and Anthropic SDKs (clients.cjs), curl for auth and every error status,
-# promtool on a real scrape, and a clean SIGTERM shutdown (exit 0).
+# official OpenAI and Anthropic SDKs (clients.cjs; responses_client.cjs for /v1/responses), curl
+# for auth and every error status, promtool on a real scrape, and a clean SIGTERM shutdown.
 # Usage: run_server_e2e.sh QMLX_BINARY WORK_DIR NODE_MODULES_DIR
 set -euo pipefail
 qmlx=$1
@@ -203,6 +203,8 @@ done
 start_server "$work/xml-model" "$work/xml.log" --log-format text --strict-model-id \
   --model-alias fixture-alias
 run_clients xml 1
+QMLX_URL="http://127.0.0.1:$port" QMLX_KEY=$key QMLX_MODEL_ID=fixture \
+  QMLX_NODE_MODULES=$node_modules node "$here/responses_client.cjs"
 curl_checks
 check_metrics
 stop_server "$work/xml.log"
