@@ -423,7 +423,8 @@ void parse_anthropic_tool_choice(const json& body, GenerationRequest& r) {
 // "adaptive" (the model decides how much to think, as Claude Code sends it) is thinking on:
 // Qwen models decide the length themselves. budget_tokens is not enforced (max_tokens is).
 // display "omitted" hides the reasoning text from the client (it still travels in the
-// signature); "summarized" shows it whole, the only summary this server has.
+// signature); "summarized", "updates" or any other value shows it whole (this server has no
+// summaries).
 void parse_anthropic_thinking(const json& body, GenerationRequest& r) {
   const json* v = optional_field(body, "thinking");
   if (v == nullptr) return;
@@ -436,9 +437,8 @@ void parse_anthropic_thinking(const json& body, GenerationRequest& r) {
   else
     bad_field("thinking.type", "must be enabled, adaptive or disabled");
   if (const json* display = optional_field(*v, "display")) {
-    if (*display != "omitted" && *display != "summarized") {
-      bad_field("thinking.display", "must be summarized or omitted");
-    }
+    // Claude Code 2.1.332 also sends "updates"; any other display shows the reasoning whole.
+    if (!display->is_string()) bad_field("thinking.display", "must be a string");
     r.omit_reasoning_text = *display == "omitted";
   }
 }

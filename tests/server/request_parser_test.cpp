@@ -192,7 +192,9 @@ TEST(RequestParserTest, ThinkingTypesAndDisplay) {
   EXPECT_FALSE(parse_messages_request(body, {}).omit_reasoning_text);
   body["thinking"] = {{"type", "sometimes"}};
   EXPECT_EQ(error_of([&] { parse_messages_request(body, {}); }).param(), "thinking.type");
-  body["thinking"] = {{"type", "adaptive"}, {"display", "loud"}};
+  body["thinking"] = {{"type", "adaptive"}, {"display", "updates"}};  // Claude Code sends it too
+  EXPECT_FALSE(parse_messages_request(body, {}).omit_reasoning_text);
+  body["thinking"] = {{"type", "adaptive"}, {"display", 3}};
   EXPECT_EQ(error_of([&] { parse_messages_request(body, {}); }).param(), "thinking.display");
 }
 
