@@ -153,6 +153,13 @@ const CacheKey kCacheKeys[] = {
     {"writer_queue_capacity", &CacheConfig::writer_queue_capacity, 1, 4096, false,
      "snapshot writes that may wait for the background writer before the least valuable one "
      "is dropped"},
+    // Default 4 snapshots and 1 GiB per request: Qwen Code's first message carries four reminder
+    // blocks; a Qwen3.5-122B snapshot is about 150 MB of recurrent state.
+    {"edit_point_checkpoints", &CacheConfig::edit_point_checkpoints, 0, 64, false,
+     "`edit_point` snapshots per request where an injected <system-reminder> block starts, so "
+     "a client that drops or moves one on replay resumes there (0 = off)"},
+    {"edit_point_max_mb", &CacheConfig::edit_point_max_mb, 0, kLarge, false,
+     "the most MiB of `edit_point` snapshots one request may write"},
 };
 
 template <class... Ts>

@@ -35,11 +35,18 @@ struct CacheConfig {
   int64_t guard_margin_mb = 1024;
   bool fsync = true;
   int writer_queue_capacity = 16;  // pending snapshot writes before the least valuable drops
+  // `edit_point` snapshots per request, where an injected <system-reminder> block starts in the
+  // part of the prompt it prefills (agents drop or move those blocks next turn): at most this many,
+  // the deepest first, and no more than edit_point_max_mb of snapshot bytes (each costs the
+  // recurrent state plus under one chunk of K/V). 0 = off.
+  int64_t edit_point_checkpoints = 4;
+  int64_t edit_point_max_mb = 1024;
 
   // Sizes in bytes of the caps above.
   uint64_t disk_cap_bytes() const { return uint64_t(disk_cache_max_gb * (1ull << 30)); }
   uint64_t memory_cap_bytes() const { return uint64_t(memory_cache_max_mb) << 20; }
   uint64_t guard_margin_bytes() const { return uint64_t(guard_margin_mb) << 20; }
+  uint64_t edit_point_max_bytes() const { return uint64_t(edit_point_max_mb) << 20; }
   // Neither tier on: nothing at all is reused between requests (the cold baseline).
   bool enabled() const { return memory_prefix_cache || disk_kv_cache; }
 

@@ -66,6 +66,7 @@ std::string format_divergence(const Divergence& d, const TokenDecoder& decode) {
                     incoming = decode(d.incoming_after);
   std::string line =
       "divergence pos=" + std::to_string(d.position) + " restored=" + std::to_string(d.restored) +
+      (d.unrestored.empty() ? "" : " unrestored=" + d.unrestored) +
       " snapshot=" + d.snapshot_id.hex() +
       " kind=" + std::string(snapshot_kind_name(d.snapshot_kind)) + " before=" + quoted(before) +
       " cached=" + quoted(cached) + " incoming=" + quoted(incoming);

@@ -26,6 +26,9 @@ struct Divergence {
   std::vector<int32_t> before;          // the shared tokens just before the split
   std::vector<int32_t> cached_after;    // what the cache has after the split
   std::vector<int32_t> incoming_after;  // what the prompt has after the split
+  // Why the shared run past `restored` gave no deeper resume point: "no_resume_point" (no
+  // snapshot was taken inside it), "rejected:<reason>" or "evicted"; empty when not looked at.
+  std::string unrestored;
 };
 
 // The split between `prompt` and a cached token sequence, when it is worth reporting: the two
@@ -38,10 +41,10 @@ std::optional<Divergence> find_divergence(std::span<const int32_t> prompt,
 
 using TokenDecoder = std::function<std::string(std::span<const int32_t>)>;
 
-// One log line: "divergence pos=<p> restored=<r> snapshot=<id> kind=<k> before=<..>
-// cached=<..> incoming=<..>", the texts JSON-quoted so control characters stay visible, then
-// " likely_cause=<kind> span=<..> fix=<..>" when the split falls on a volatile-looking span
-// (a date, a time, an id, a known client header; see volatile_span.h).
+// One log line: "divergence pos=<p> restored=<r> [unrestored=<why>] snapshot=<id> kind=<k>
+// before=<..> cached=<..> incoming=<..>", the texts JSON-quoted so control characters stay
+// visible, then " likely_cause=<kind> span=<..> fix=<..>" when the split falls on a
+// volatile-looking span (a date, a time, an id, a known client header; see volatile_span.h).
 std::string format_divergence(const Divergence& d, const TokenDecoder& decode);
 
 }  // namespace qmlx

@@ -26,6 +26,18 @@ int64_t system_now_ms() {
 // Divergence reports read at most this many token blobs.
 constexpr size_t kExplainCandidates = 4;
 
+// Why the run the prompt shares with a snapshot past what was restored gave nothing deeper: a
+// resume point in it failed a check, vanished while the lookup ran, or none exists there (a
+// hybrid model resumes only where a snapshot was taken).
+std::string unrestored_reason(const RestoreResult& result, bool evicted) {
+  for (const RejectedCandidate& rejected : result.rejected) {
+    if (rejected.point.position > result.cached_tokens) {
+      return std::string("rejected:") + reject_reason_name(rejected.reason);
+    }
+  }
+  return evicted ? "evicted" : "no_resume_point";
+}
+
 }  // namespace
 
 nlohmann::json SnapshotListing::to_json() const {
@@ -109,6 +121,11 @@ RestoreEstimate PrefixCache::estimate(const ResumePoint& point) const {
                           default_pool().size());
 }
 
+uint64_t PrefixCache::snapshot_bytes_bound() const {
+  return layout_.recurrent_bytes() + uint64_t(config_.chunk_tokens) * layout_.kv_bytes_per_token() +
+         uint64_t(layout_.vocab_size) * sizeof(float);
+}
+
 RestoreOutcome PrefixCache::restore_point(const ResumePoint& point, std::span<const int32_t> prompt,
                                           StateSink& sink) {
   if (config_.restore_guard_enabled) {
@@ -140,18 +157,25 @@ RestoreOutcome PrefixCache::restore_point(const ResumePoint& point, std::span<co
   return outcome;
 }
 
-RestoreResult PrefixCache::restore(std::span<const int32_t> prompt, StateSink& sink) {
+RestoreResult PrefixCache::restore(std::span<const int32_t> prompt, StateSink& sink,
+                                   const RestoreOptions& options) {
   RestoreResult result;
   if (!config_.enabled()) {
     result.miss_reason = "disabled";
-    metrics_.count_miss(result.miss_reason);
+    if (!options.quiet) metrics_.count_miss(result.miss_reason);
     return result;
   }
+  int64_t live = std::clamp<int64_t>(options.live, 0, int64_t(prompt.size()));
   const auto start = Clock::now();
   std::vector<ResumePoint> points = lookup(prompt);
   result.lookup_seconds = seconds_since(start);
+  bool evicted = false;
   for (const ResumePoint& point : points) {
-    if (!still_indexed(point)) continue;  // dropped with a chunk quarantined just now
+    if (point.position <= live) break;  // the sink already holds as much: nothing to read
+    if (!still_indexed(point)) {        // dropped with a chunk quarantined just now
+      evicted = true;
+      continue;
+    }
     RestoreOutcome outcome = restore_point(point, prompt, sink);
     result.read_seconds += outcome.read_seconds;
     result.verify_seconds += outcome.verify_seconds;
@@ -159,6 +183,7 @@ RestoreResult PrefixCache::restore(std::span<const int32_t> prompt, StateSink& s
     result.bytes_read += outcome.bytes_read;
     if (!outcome.ok) {
       result.rejected.push_back({point, outcome.reason, outcome.detail});
+      if (outcome.sink_cleared) live = 0;
       continue;
     }
     result.hit = true;
@@ -167,17 +192,31 @@ RestoreResult PrefixCache::restore(std::span<const int32_t> prompt, StateSink& s
     result.tier = outcome.all_from_memory ? "ram" : "disk";
     break;
   }
-  if (result.hit) {
-    touch(result.point, result.point.position);
-    metrics_.count_hit(result.cached_tokens, result.tier);
-    metrics_.observe_restore(seconds_since(start), result.bytes_read);
-  } else {
+  if (!result.hit && live > 0) {
+    result.hit = true;
+    result.point = ResumePoint{live, false, {}};
+    result.cached_tokens = live;
+    result.tier = kSessionTier;
+  }
+  if (result.hit && result.tier != kSessionTier) touch(result.point, result.point.position);
+  if (!result.hit) {
     sink.reset(0);
     result.miss_reason = points.empty() ? "no_candidate" : "rejected";
+  }
+  if (options.quiet) return result;
+  if (result.hit) {
+    metrics_.count_hit(result.cached_tokens, result.tier);
+    if (result.tier != kSessionTier) {
+      metrics_.observe_restore(seconds_since(start), result.bytes_read);
+    }
+  } else {
     metrics_.count_miss(result.miss_reason);
   }
   result.divergence = explain(prompt, result.cached_tokens);
-  if (result.divergence) metrics_.count_divergence();
+  if (result.divergence) {
+    result.divergence->unrestored = unrestored_reason(result, evicted);
+    metrics_.count_divergence();
+  }
   return result;
 }
 
@@ -424,8 +463,9 @@ void PrefixCache::commit(PendingWrite& write) {
     seal_pending(write);
   }
   if (!commit_chunks(write)) return;
-  SealedFile bytes =
-      write.sealed ? write.sealed : std::make_shared<const std::vector<uint8_t>>(std::move(write.file));
+  SealedFile bytes = write.sealed
+                         ? write.sealed
+                         : std::make_shared<const std::vector<uint8_t>>(std::move(write.file));
   if (disk_) {
     Status s = disk_->put_snapshot(id, *bytes);
     if (!s.ok()) {
@@ -440,7 +480,8 @@ void PrefixCache::commit(PendingWrite& write) {
     const int64_t used = old != nullptr ? old->last_used_ms : write.header.created_ms;
     SnapshotHeader header = write.header;
     // A better kind published in RAM after this write was queued keeps its kind.
-    if (old != nullptr && snapshot_kind_value(old->header.kind) > snapshot_kind_value(header.kind)) {
+    if (old != nullptr &&
+        snapshot_kind_value(old->header.kind) > snapshot_kind_value(header.kind)) {
       header.kind = old->header.kind;
     }
     index_.add_snapshot(

@@ -38,10 +38,23 @@ struct RejectedCandidate {
   std::string detail;
 };
 
+// The tier of a hit that kept the sink as it was (RestoreOptions::live).
+inline constexpr char kSessionTier[] = "session";
+
+// How a restore treats the sink it installs into.
+struct RestoreOptions {
+  // The sink already holds the prompt's first `live` tokens (a Session kept warm between
+  // requests): resume points no deeper are not read, and when none deeper restores the sink is
+  // kept as it is, a hit of tier "session". 0: the sink holds nothing usable.
+  int64_t live = 0;
+  // Idle work: no hit or miss is counted and no divergence is explained.
+  bool quiet = false;
+};
+
 struct RestoreResult {
   bool hit = false;
   int64_t cached_tokens = 0;
-  std::string tier;         // "ram" or "disk" on a hit
+  std::string tier;         // "ram", "disk" or "session" on a hit
   std::string miss_reason;  // "disabled", "no_candidate" or "rejected" on a miss
   ResumePoint point;        // the one restored
   std::vector<RejectedCandidate> rejected;
@@ -93,13 +106,17 @@ class PrefixCache {
   std::vector<ResumePoint> lookup(std::span<const int32_t> prompt) const;
   // Tries the resume points in order; the first that passes every check is installed into
   // sink. On a miss the sink is reset to position 0.
-  RestoreResult restore(std::span<const int32_t> prompt, StateSink& sink);
+  RestoreResult restore(std::span<const int32_t> prompt, StateSink& sink,
+                        const RestoreOptions& options = {});
   // One attempt at one resume point: guard, read, verify, install; on failure the corrupt file
   // is quarantined and the rejection counted.
   RestoreOutcome restore_point(const ResumePoint& point, std::span<const int32_t> prompt,
                                StateSink& sink);
   // What restoring `point` adds to memory (the guard's estimate).
   RestoreEstimate estimate(const ResumePoint& point) const;
+  // The most bytes one snapshot adds beyond its shared chunks: recurrent state, a tail of under
+  // one chunk of K/V rows, logits.
+  uint64_t snapshot_bytes_bound() const;
   // Records what a request prefilled after its restore (qmlx_prefill_tokens_total).
   void count_prefill(int64_t tokens) { metrics_.count_prefill(tokens); }
 

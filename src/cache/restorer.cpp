@@ -51,6 +51,7 @@ class Restore {
  private:
   RestoreOutcome fail_reset(bool installed) {
     if (installed) sink_.reset(0);
+    out_.sink_cleared = installed;
     return out_;
   }
 

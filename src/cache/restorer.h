@@ -45,6 +45,8 @@ struct RestoreOutcome {
   std::string bad_file;  // the store name of the file that failed verification, if any
   uint64_t bytes_read = 0;
   bool all_from_memory = true;
+  // A failed attempt that had already reset the sink: whatever it held before is gone.
+  bool sink_cleared = false;
   double read_seconds = 0;
   double verify_seconds = 0;
   double install_seconds = 0;

@@ -20,6 +20,8 @@ std::string_view snapshot_kind_name(SnapshotKind kind) {
       return "canonical_history";
     case SnapshotKind::kInterval:
       return "interval";
+    case SnapshotKind::kEditPoint:
+      return "edit_point";
   }
   return "unknown";
 }
@@ -41,14 +43,16 @@ int snapshot_kind_value(SnapshotKind kind) {
       return 2;
     case SnapshotKind::kInterrupted:
       return 3;
-    case SnapshotKind::kPromptEnd:
+    case SnapshotKind::kEditPoint:  // only useful when the agent edits there, like user_start
       return 4;
-    case SnapshotKind::kUserStart:
+    case SnapshotKind::kPromptEnd:
       return 5;
-    case SnapshotKind::kCanonicalHistory:
+    case SnapshotKind::kUserStart:
       return 6;
-    case SnapshotKind::kMessageBoundary:
+    case SnapshotKind::kCanonicalHistory:
       return 7;
+    case SnapshotKind::kMessageBoundary:
+      return 8;
   }
   return 0;
 }

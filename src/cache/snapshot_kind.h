@@ -20,18 +20,19 @@ enum class SnapshotKind : uint8_t {
   kPrefillProgress = 5,
   kCanonicalHistory = 6,
   kInterval = 7,
+  kEditPoint = 8,  // where an injected reminder block starts (agents edit there next turn)
 };
 
-inline constexpr std::array<SnapshotKind, 8> kAllSnapshotKinds = {
+inline constexpr std::array<SnapshotKind, 9> kAllSnapshotKinds = {
     SnapshotKind::kMessageBoundary,  SnapshotKind::kUserStart,   SnapshotKind::kPromptEnd,
     SnapshotKind::kGenerationEnd,    SnapshotKind::kInterrupted, SnapshotKind::kPrefillProgress,
-    SnapshotKind::kCanonicalHistory, SnapshotKind::kInterval};
+    SnapshotKind::kCanonicalHistory, SnapshotKind::kInterval,    SnapshotKind::kEditPoint};
 
 // "message_boundary", "user_start", ...
 std::string_view snapshot_kind_name(SnapshotKind kind);
 std::optional<SnapshotKind> snapshot_kind_from_name(std::string_view name);
 
-// How much a kind is worth keeping: 0 (dropped and evicted first) to 7 (last). Snapshots the
+// How much a kind is worth keeping: 0 (dropped and evicted first) to 8 (last). Snapshots the
 // next turn is known to need rank highest; periodic progress points rank lowest, because a
 // later one of the same kind supersedes them.
 int snapshot_kind_value(SnapshotKind kind);

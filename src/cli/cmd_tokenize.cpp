@@ -56,6 +56,7 @@ void print(const ChatPrompt& prompt, bool json, bool has_offsets) {
     if (has_offsets) {
       out["last_message_end"] = prompt.last_message_end;
       out["last_user_start"] = prompt.last_user_start;
+      out["edit_points"] = prompt.edit_points;
     }
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return;
@@ -66,6 +67,9 @@ void print(const ChatPrompt& prompt, bool json, bool has_offsets) {
   if (has_offsets) {
     std::printf("last_message_end: %zu\nlast_user_start: %zu\n", prompt.last_message_end,
                 prompt.last_user_start);
+    std::string points;
+    for (size_t p : prompt.edit_points) points += (points.empty() ? "" : ", ") + std::to_string(p);
+    std::printf("edit_points: [%s]\n", points.c_str());
   }
 }
 
@@ -89,8 +93,8 @@ int run_tokenize(int argc, char** argv) {
                  "JSON object of extra template variables, e.g. {\"enable_thinking\":false}")
       ->needs(messages_option);
   app.add_flag("--json", json,
-               "print {\"prompt\",\"ids\",\"last_message_end\",\"last_user_start\"} (offsets "
-               "only with --messages)");
+               "print {\"prompt\",\"ids\",\"last_message_end\",\"last_user_start\","
+               "\"edit_points\"} (offsets only with --messages)");
   CLI11_PARSE(app, argc, argv);
   if (text_option->count() == 0 && messages_option->count() == 0) {
     throw Error("one of --text or --messages is required");

@@ -1,10 +1,12 @@
 // CacheHooks: the points in a request's life where the prefix cache acts. The scheduler calls
 // them on the engine thread, in order: lookup_and_restore before prefill, on_prefill_progress
 // between prefill chunks, on_prompt_end after prefill, then exactly one of on_generation_end
-// or on_interrupted, and on_idle when no request waits. The default does nothing (no cache):
-// the server is complete without one, and the cache plugs in by implementing this.
+// or on_interrupted, and on_idle after each request (idle work that gives way to the next). The
+// default does nothing (no cache): the server is complete without one, and the cache plugs in by
+// implementing this.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -17,11 +19,13 @@ namespace qmlx::server {
 
 class InferenceSession;
 
-// The prompt as the cache needs it: ids plus the message-boundary offsets (-1 when unknown).
+// The prompt as the cache needs it: ids plus the message-boundary offsets (-1 when unknown) and
+// the edit points where injected reminder blocks start (ascending).
 struct PromptView {
   std::span<const int32_t> ids;
   int64_t last_message_end = -1;
   int64_t last_user_start = -1;
+  std::span<const int64_t> edit_points;
 };
 
 struct CacheLookupResult {
@@ -45,11 +49,25 @@ struct CacheLookupResult {
 // idle time; empty when the route has no conversation.
 using CanonicalHistory = std::function<std::vector<std::vector<int32_t>>()>;
 
+// Asked by idle work before each step: true when it must stop because a request waits or the
+// server stops, unless the waiting request's prompt begins with `needed` (work that request
+// would do anyway: an empty `needed` always gives way to it).
+using IdlePreemption = std::function<bool(std::span<const int32_t> needed)>;
+
+// Whether idle work that produces `needed` is work a request with `prompt` would do anyway.
+inline bool prompt_needs(std::span<const int32_t> prompt, std::span<const int32_t> needed) {
+  return !needed.empty() && needed.size() <= prompt.size() &&
+         std::equal(needed.begin(), needed.end(), prompt.begin());
+}
+
 class CacheHooks {
  public:
   virtual ~CacheHooks() = default;
-  // `session` is at position 0. A hook that restores calls sink.reset(n) and fills it.
-  virtual CacheLookupResult lookup_and_restore(const PromptView& prompt, StateSink& session) {
+  // `session` holds what the last request or the idle work left in it. The hook continues from
+  // it when it knows those tokens begin the prompt, else restores into it (state_sink().reset(n)
+  // and fill) or resets it; cached_tokens must then be the session's position.
+  virtual CacheLookupResult lookup_and_restore(const PromptView& prompt,
+                                               InferenceSession& session) {
     return {};
   }
   // Positions in (from, prompt length) where the prefill must pause so that on_prefill_progress
@@ -72,10 +90,11 @@ class CacheHooks {
                                  CanonicalHistory next_turn) {}
   // The client went away or the server is stopping: what was generated so far.
   virtual void on_interrupted(std::span<const int32_t> tokens, const StateSource& session) {}
-  // No request is waiting; a good time for background work (canonical-history pre-fill).
-  // `session` holds the last request's state and may be advanced or reset by the hook, which
-  // must return promptly once `preempted()` is true (a request arrived).
-  virtual void on_idle(InferenceSession& session, const std::function<bool()>& preempted) {}
+  // A request ended: a good time for background work (canonical-history pre-fill), before the
+  // next request if it needs that work, else while none waits. `session` holds the last
+  // request's state and may be advanced or reset by the hook, which must return promptly once
+  // `preempted(needed)` is true.
+  virtual void on_idle(InferenceSession& session, const IdlePreemption& preempted) {}
   // The server is shutting down: finish pending writes (bounded by the cache's own timeout).
   virtual void flush() {}
 };

@@ -98,7 +98,8 @@ class Run {
         hooks_(hooks),
         settings_(settings),
         prompt_ids_(job.prompt().ids),
-        view_{prompt_ids_, job.prompt().last_message_end, job.prompt().last_user_start} {}
+        view_{prompt_ids_, job.prompt().last_message_end, job.prompt().last_user_start,
+              job.prompt().edit_points} {}
 
   GenerationOutcome execute() {
     start_ = Clock::now();
@@ -114,8 +115,8 @@ class Run {
 
  private:
   void restore_from_cache() {
-    session_.reset();
-    stats_.cache = hooks_.lookup_and_restore(view_, session_.state_sink());
+    // The session still holds the last request's state: the hook may continue from it.
+    stats_.cache = hooks_.lookup_and_restore(view_, session_);
     int64_t cached = stats_.cache.cached_tokens;
     // A restore is trusted only if the session is where the hook says it put it.
     if (cached <= 0 || cached > stats_.prompt_tokens || session_.position() != cached ||

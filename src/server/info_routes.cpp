@@ -102,7 +102,8 @@ void apply_template(const httplib::Request& req, httplib::Response& res, State& 
   set_json(res, {{"prompt", prompt.text},
                  {"tokens", prompt.ids},
                  {"last_message_end", prompt.last_message_end},
-                 {"last_user_start", prompt.last_user_start}});
+                 {"last_user_start", prompt.last_user_start},
+                 {"edit_points", prompt.edit_points}});
 }
 
 void count_tokens(const httplib::Request& req, httplib::Response& res, State& state) {

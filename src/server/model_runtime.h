@@ -51,6 +51,9 @@ struct RenderedPrompt {
   // start of the last user message; -1 when unknown.
   int64_t last_message_end = -1;
   int64_t last_user_start = -1;
+  // Where an injected reminder block starts (ascending, before last_message_end): agents edit
+  // their history there between turns (text/template/edit_points.h).
+  std::vector<int64_t> edit_points;
 };
 
 struct ModelRuntime {

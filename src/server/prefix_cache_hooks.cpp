@@ -1,6 +1,7 @@
 #include "server/prefix_cache_hooks.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "base/logging.h"
 #include "server/model_runtime.h"
@@ -24,16 +25,30 @@ std::string miss_reason(const RestoreResult& result) {
 PrefixCacheHooks::PrefixCacheHooks(PrefixCache& cache, std::shared_ptr<const Tokenizer> tokenizer)
     : cache_(cache), tokenizer_(std::move(tokenizer)) {}
 
+int64_t PrefixCacheHooks::live_prefix(std::span<const int32_t> ids,
+                                      const InferenceSession& session) const {
+  const size_t held = live_.size();
+  if (session.position() != int64_t(held) || !prompt_needs(ids, live_)) return 0;
+  // The whole prompt held: usable only with the logits of its last token.
+  if (held == ids.size() && session.logits().empty()) return 0;
+  return int64_t(held);
+}
+
 CacheLookupResult PrefixCacheHooks::lookup_and_restore(const PromptView& prompt,
-                                                       StateSink& session) {
+                                                       InferenceSession& session) {
   pending_history_ = nullptr;  // a request pre-empts the idle pre-fill
-  RestoreResult result = cache_.restore(prompt.ids, session);
+  const int64_t live = live_prefix(prompt.ids, session);
+  live_.clear();  // known again when this request ends
+  edit_stops_.clear();
+  head_tokens_ = std::max<int64_t>(0, prompt.last_message_end);
+  RestoreResult result = cache_.restore(prompt.ids, session.state_sink(), {live, false});
   CacheLookupResult out;
   out.cached_tokens = result.hit ? result.cached_tokens : 0;
   restored_ = out.cached_tokens;
   if (result.hit) {
-    out.kind = result.point.is_snapshot ? std::string(snapshot_kind_name(result.point.kind))
-                                        : std::string("chunk");
+    out.kind = result.tier == kSessionTier ? std::string("live")
+               : result.point.is_snapshot  ? std::string(snapshot_kind_name(result.point.kind))
+                                           : std::string("chunk");
     out.tier = result.tier;
   } else {
     out.miss_reason = miss_reason(result);
@@ -55,12 +70,38 @@ CacheLookupResult PrefixCacheHooks::lookup_and_restore(const PromptView& prompt,
   return out;
 }
 
+std::vector<int64_t> PrefixCacheHooks::chosen_edit_points(const PromptView& prompt,
+                                                          int64_t from) const {
+  const CacheConfig& config = cache_.config();
+  const uint64_t bound = std::max<uint64_t>(1, cache_.snapshot_bytes_bound());
+  const int64_t allowed = std::min<int64_t>(config.edit_point_checkpoints,
+                                            int64_t(config.edit_point_max_bytes() / bound));
+  // A point this close to a message boundary or to a deeper point saves next to nothing.
+  auto near = [](int64_t a, int64_t b) { return b >= 0 && std::abs(a - b) < kMinEditPointGap; };
+  std::vector<int64_t> chosen;
+  // The deepest first: an edit after them all (Qwen Code drops its last reminder) keeps most.
+  for (auto it = prompt.edit_points.rbegin();
+       it != prompt.edit_points.rend() && int64_t(chosen.size()) < allowed && *it > from; ++it) {
+    if (near(*it, prompt.last_user_start) || near(*it, prompt.last_message_end) ||
+        (!chosen.empty() && near(*it, chosen.back()))) {
+      continue;
+    }
+    chosen.push_back(*it);
+  }
+  std::reverse(chosen.begin(), chosen.end());
+  return chosen;
+}
+
 std::vector<int64_t> PrefixCacheHooks::checkpoint_positions(const PromptView& prompt,
                                                             int64_t from) {
   const int64_t total = int64_t(prompt.ids.size());
   std::vector<int64_t> stops;
   if (!cache_.config().enabled()) return stops;
-  for (int64_t boundary : {prompt.last_user_start, prompt.last_message_end}) {
+  edit_stops_ = chosen_edit_points(prompt, from);
+  std::vector<int64_t> boundaries = edit_stops_;
+  boundaries.push_back(prompt.last_user_start);
+  boundaries.push_back(prompt.last_message_end);
+  for (int64_t boundary : boundaries) {
     if (boundary > from && boundary < total) stops.push_back(boundary);
   }
   const int64_t every = cache_.config().prefill_checkpoint_tokens;
@@ -81,6 +122,8 @@ void PrefixCacheHooks::on_prefill_progress(const PromptView& prompt, const State
     cache_.capture(session, prompt.ids, SnapshotKind::kMessageBoundary);
   } else if (position == prompt.last_user_start) {
     cache_.capture(session, prompt.ids, SnapshotKind::kUserStart);
+  } else if (std::binary_search(edit_stops_.begin(), edit_stops_.end(), position)) {
+    cache_.capture(session, prompt.ids, SnapshotKind::kEditPoint);
   } else if (every > 0 && position % every == 0) {
     cache_.capture(session, prompt.ids, SnapshotKind::kPrefillProgress);
   }
@@ -108,55 +151,52 @@ void PrefixCacheHooks::on_generation_end(std::span<const int32_t> tokens,
                                          const StateSource& session, CanonicalHistory next_turn) {
   cache_.capture(session, tokens, SnapshotKind::kGenerationEnd);
   pending_history_ = std::move(next_turn);
+  pending_head_.assign(tokens.begin(),
+                       tokens.begin() + std::min<int64_t>(head_tokens_, int64_t(tokens.size())));
+  live_.assign(tokens.begin(),
+               tokens.begin() + std::clamp<int64_t>(session.position(), 0, int64_t(tokens.size())));
 }
 
-void PrefixCacheHooks::on_interrupted(std::span<const int32_t> tokens,
-                                      const StateSource& session) {
+void PrefixCacheHooks::on_interrupted(std::span<const int32_t> tokens, const StateSource& session) {
   cache_.capture(session, tokens, SnapshotKind::kInterrupted);
   pending_history_ = nullptr;
+  live_.assign(tokens.begin(), tokens.end());
 }
 
-int64_t PrefixCacheHooks::restore_quietly(std::span<const int32_t> ids,
-                                          InferenceSession& session) {
-  session.reset();
-  for (const ResumePoint& point : cache_.lookup(ids)) {
-    // A point at the very end would need its logits; the caller skips stored histories.
-    if (point.position >= int64_t(ids.size())) continue;
-    if (cache_.restore_point(point, ids, session.state_sink()).ok &&
-        session.position() == point.position) {
-      return point.position;
-    }
-    session.reset();
-  }
-  return 0;
-}
-
-void PrefixCacheHooks::on_idle(InferenceSession& session, const std::function<bool()>& preempted) {
+void PrefixCacheHooks::on_idle(InferenceSession& session, const IdlePreemption& preempted) {
   CanonicalHistory render = std::move(pending_history_);
   pending_history_ = nullptr;
-  if (!render || !cache_.config().enabled() || preempted()) return;
-  for (const std::vector<int32_t>& ids : render()) {
-    if (!prefill_history(ids, session, preempted)) return;
-  }
+  const std::vector<int32_t> head = std::move(pending_head_);
+  pending_head_.clear();
+  // A waiting request that does not begin with the last prompt's messages is another
+  // conversation: it must not wait for this one's rendering.
+  if (!render || !cache_.config().enabled() || preempted(head)) return;
+  // Each history on its own: a waiting request may need the second and not the first.
+  for (const std::vector<int32_t>& ids : render()) prefill_history(ids, session, preempted);
 }
 
-bool PrefixCacheHooks::prefill_history(const std::vector<int32_t>& ids, InferenceSession& session,
-                                       const std::function<bool()>& preempted) {
-  if (preempted()) return false;
+void PrefixCacheHooks::prefill_history(const std::vector<int32_t>& ids, InferenceSession& session,
+                                       const IdlePreemption& preempted) {
+  // A waiting request that begins with this history would prefill it anyway: finish it first.
+  if (preempted(ids)) return;
   std::vector<ResumePoint> points = cache_.lookup(ids);
-  if (!points.empty() && points.front().position == int64_t(ids.size())) return true;  // stored
-  int64_t position = restore_quietly(ids, session);
+  if (!points.empty() && points.front().position == int64_t(ids.size())) return;  // stored
+  RestoreResult restored =
+      cache_.restore(ids, session.state_sink(), {live_prefix(ids, session), /*quiet=*/true});
+  int64_t position = restored.hit ? restored.cached_tokens : 0;
+  live_.assign(ids.begin(), ids.begin() + position);
   while (position < int64_t(ids.size())) {
-    if (preempted()) {
-      session.reset();  // half a history is of no use to anyone
-      return false;
-    }
+    // Pre-empted halfway, the session keeps what is done (live_ says what): a request that
+    // begins with it still continues from there.
+    if (preempted(ids)) return;
     int64_t n = std::min<int64_t>(kIdlePrefillChunk, int64_t(ids.size()) - position);
-    session.prefill(std::span<const int32_t>(ids).subspan(size_t(position), size_t(n)));
+    std::span<const int32_t> chunk =
+        std::span<const int32_t>(ids).subspan(size_t(position), size_t(n));
+    session.prefill(chunk);
+    live_.insert(live_.end(), chunk.begin(), chunk.end());
     position += n;
   }
   cache_.capture(session.state_source(), ids, SnapshotKind::kCanonicalHistory);
-  return true;
 }
 
 void PrefixCacheHooks::flush() { cache_.flush(); }

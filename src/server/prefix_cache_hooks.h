@@ -5,6 +5,10 @@
 // verified resume point before prefill, and turns the cache's results into the log line's
 // fields and the divergence line (decoded with the model's tokenizer). The server never sees
 // a store file: everything goes through PrefixCache.
+// It also remembers which tokens the engine's Session holds (the last request's prompt and
+// reply, or the idle pre-fill however far it got), so that a request whose prompt begins with
+// them continues from the live Session (tier "session") instead of reading a snapshot, and an
+// idle pre-fill that the waiting request needs is finished rather than thrown away.
 #pragma once
 
 #include <memory>
@@ -19,7 +23,8 @@ class PrefixCacheHooks : public CacheHooks {
  public:
   PrefixCacheHooks(PrefixCache& cache, std::shared_ptr<const Tokenizer> tokenizer);
 
-  CacheLookupResult lookup_and_restore(const PromptView& prompt, StateSink& session) override;
+  CacheLookupResult lookup_and_restore(const PromptView& prompt,
+                                       InferenceSession& session) override;
   std::vector<int64_t> checkpoint_positions(const PromptView& prompt, int64_t from) override;
   void on_prefill_progress(const PromptView& prompt, const StateSource& session) override;
   void on_prompt_end(const PromptView& prompt, const StateSource& session) override;
@@ -28,26 +33,39 @@ class PrefixCacheHooks : public CacheHooks {
   void on_generation_end(std::span<const int32_t> tokens, const StateSource& session,
                          CanonicalHistory next_turn) override;
   void on_interrupted(std::span<const int32_t> tokens, const StateSource& session) override;
-  void on_idle(InferenceSession& session, const std::function<bool()>& preempted) override;
+  void on_idle(InferenceSession& session, const IdlePreemption& preempted) override;
   void flush() override;
 
   // Tokens per prefill step of the idle pre-fill: small, so a new request waits little.
   static constexpr int64_t kIdlePrefillChunk = 64;
+  // An edit point closer than this to the message's start, its end or a deeper edit point is
+  // not worth a snapshot.
+  static constexpr int64_t kMinEditPointGap = 32;
 
  private:
-  // Restores the deepest verified resume point of `ids` without counting a request hit or
-  // miss (idle work); returns the position reached (0 when nothing was restored).
-  int64_t restore_quietly(std::span<const int32_t> ids, InferenceSession& session);
-  // Pre-fills one canonical history from its deepest resume point and snapshots it; false
-  // when a request pre-empted it.
-  bool prefill_history(const std::vector<int32_t>& ids, InferenceSession& session,
-                       const std::function<bool()>& preempted);
+  // The prompt's edit points past `from` that get an `edit_point` snapshot (ascending): the
+  // deepest ones, spaced apart, within edit_point_checkpoints and edit_point_max_mb.
+  std::vector<int64_t> chosen_edit_points(const PromptView& prompt, int64_t from) const;
+  // How many leading tokens of `ids` the session holds: all of live_ when it begins `ids`
+  // (and the session is where live_ says), else 0.
+  int64_t live_prefix(std::span<const int32_t> ids, const InferenceSession& session) const;
+  // Pre-fills one canonical history from the live session or its deepest resume point and
+  // snapshots it, unless a request that does not need it pre-empts it.
+  void prefill_history(const std::vector<int32_t>& ids, InferenceSession& session,
+                       const IdlePreemption& preempted);
 
   PrefixCache& cache_;
   std::shared_ptr<const Tokenizer> tokenizer_;
-  // Engine thread only: what the last request restored, and its reply's next-turn rendering.
+  // Engine thread only: what the last request restored, its reply's next-turn rendering, the
+  // tokens of its prompt up to the last message (a request that does not begin with them
+  // cannot need that rendering), and the tokens the session holds (empty: unknown).
   int64_t restored_ = 0;
   CanonicalHistory pending_history_;
+  std::vector<int32_t> pending_head_;
+  int64_t head_tokens_ = 0;
+  std::vector<int32_t> live_;
+  // The current request's edit points that its prefill stops at (checkpoint_positions).
+  std::vector<int64_t> edit_stops_;
 };
 
 }  // namespace qmlx::server

@@ -27,9 +27,11 @@ void Scheduler::submit(std::shared_ptr<GenerationJob> job) {
   changed_.notify_all();
 }
 
-bool Scheduler::work_waiting() const {
+bool Scheduler::idle_must_yield(std::span<const int32_t> needed) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return !queue_.empty() || exit_;
+  if (exit_) return true;
+  if (queue_.empty()) return false;
+  return !prompt_needs(queue_.front()->prompt().ids, needed);
 }
 
 size_t Scheduler::queued() const {
@@ -60,16 +62,20 @@ void Scheduler::worker_loop() {
       std::unique_lock<std::mutex> lock(mutex_);
       changed_.wait(lock, [&] { return !queue_.empty() || exit_ || idle_pending; });
       if (queue_.empty() && exit_) return;
-      if (!queue_.empty()) {
+      if (!queue_.empty() && !idle_pending) {
         job = queue_.front();
         queue_.pop_front();
         active_ = job;
       }
     }
     if (!job) {
-      // The queue drained after a request: let the cache use the quiet time, once.
+      // A request ended: let the cache use the quiet time, once, or prepare what the next
+      // request needs before it runs.
       idle_pending = false;
-      if (session) hooks_.on_idle(*session, [this] { return work_waiting(); });
+      if (session) {
+        hooks_.on_idle(*session,
+                       [this](std::span<const int32_t> needed) { return idle_must_yield(needed); });
+      }
       continue;
     }
     if (!session) session = runtime_.new_session();
@@ -77,7 +83,7 @@ void Scheduler::worker_loop() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       active_.reset();
-      idle_pending = queue_.empty() && !exit_;
+      idle_pending = !exit_;
     }
     changed_.notify_all();
   }

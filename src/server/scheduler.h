@@ -1,6 +1,8 @@
 // Scheduler: the single engine thread. Jobs wait in a bounded FIFO and run one at a time on
-// one Session, which stays warm between requests (the cache's on_idle hook may use it). A
-// full queue is refused at submit time (429), as is anything after stop() began (503).
+// one Session, which stays warm between requests. After each job the cache's on_idle hook may
+// use it: it gives way to the next job unless that job needs its work (a fast client's next
+// turn arriving during the pre-fill of its own history). A full queue is refused at submit time
+// (429), as is anything after stop() began (503).
 #pragma once
 
 #include <chrono>
@@ -37,8 +39,9 @@ class Scheduler {
   size_t queued() const;
 
  private:
-  // A job is queued or the scheduler is stopping: idle work must give way.
-  bool work_waiting() const;
+  // Idle work must give way: the scheduler is stopping, or a job waits whose prompt does not
+  // begin with `needed`.
+  bool idle_must_yield(std::span<const int32_t> needed) const;
   void worker_loop();
   void run_one(GenerationJob& job, InferenceSession& session);
 

@@ -58,7 +58,9 @@ TEST(CacheConfig, ReadsEveryKey) {
                                     {"low_water_fraction", 0.5},
                                     {"guard_margin_mb", 10},
                                     {"fsync", false},
-                                    {"writer_queue_capacity", 8}});
+                                    {"writer_queue_capacity", 8},
+                                    {"edit_point_checkpoints", 2},
+                                    {"edit_point_max_mb", 64}});
   const CacheConfig& c = parsed.config;
   EXPECT_FALSE(c.memory_prefix_cache);
   EXPECT_EQ(c.disk_cache_dir, "/home/tester/kv");
@@ -74,6 +76,8 @@ TEST(CacheConfig, ReadsEveryKey) {
   EXPECT_EQ(c.guard_margin_bytes(), 10ull << 20);
   EXPECT_FALSE(c.fsync);
   EXPECT_EQ(c.writer_queue_capacity, 8);
+  EXPECT_EQ(c.edit_point_checkpoints, 2);
+  EXPECT_EQ(c.edit_point_max_bytes(), 64ull << 20);
   EXPECT_TRUE(parsed.warnings.empty());
 }
 
@@ -88,7 +92,8 @@ TEST(CacheConfig, DocumentedKeysAreTheKeysItReads) {
                 "cache.eviction_policy", "cache.restore_guard_enabled", "cache.token_blob_checksum",
                 "cache.chunk_tokens", "cache.prefill_checkpoint_tokens",
                 "cache.memory_cache_max_mb", "cache.low_water_fraction", "cache.guard_margin_mb",
-                "cache.fsync", "cache.writer_queue_capacity"}));
+                "cache.fsync", "cache.writer_queue_capacity", "cache.edit_point_checkpoints",
+                "cache.edit_point_max_mb"}));
   for (const ConfigKeyDoc& key : cache_config_keys()) {
     EXPECT_FALSE(key.values.empty() || key.default_value.empty() || key.help.empty()) << key.name;
   }

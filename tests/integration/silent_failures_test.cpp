@@ -60,6 +60,9 @@ TEST_F(SilentFailures, InterruptedReplyIsKept) {
   next.insert(next.end(), cut.generated.begin(), cut.generated.end() - 1);
   std::vector<int32_t> more = runtime_->tokenizer->encode("<|im_end|>\n<|im_start|>user\nGo on.");
   next.insert(next.end(), more.begin(), more.end());
+  // Another client's request in between: the engine's session no longer holds the cut reply,
+  // so it comes back from the `interrupted` snapshot.
+  warm.complete(runtime_->tokenizer->encode("Another client's prompt."), 2);
   TurnResult warm_next = warm.complete(next, 5);
   EXPECT_GT(warm_next.stats.cached_tokens, int64_t(prompt.size()))
       << "restored " << warm_next.stats.cached_tokens << " (" << warm_next.stats.cache.kind << ")";

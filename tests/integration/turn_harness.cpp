@@ -30,8 +30,7 @@ server::GenerationRequest greedy_request(server::Route route, int max_tokens) {
 
 }  // namespace
 
-std::string write_tiny_model(modelgen::Arch arch, const std::string& dir, uint64_t seed,
-                             int bits) {
+std::string write_tiny_model(modelgen::Arch arch, const std::string& dir, uint64_t seed, int bits) {
   if (fs::exists(fs::path(dir) / "config.json")) return dir;
   modelgen::ModelOptions options;
   options.arch = arch;
@@ -48,8 +47,8 @@ std::string write_tiny_model(modelgen::Arch arch, const std::string& dir, uint64
 
 void TinyModelCacheTest::SetUp() {
   set_log_level(LogLevel::kError);
-  root_ = (fs::temp_directory_path() / (folder_prefix_ + "-" + std::to_string(::getpid())))
-              .string();
+  root_ =
+      (fs::temp_directory_path() / (folder_prefix_ + "-" + std::to_string(::getpid()))).string();
   fs::remove_all(root_);
   const std::string dir = write_tiny_model(modelgen::Arch::kQwen35, root_ + "/model", model_seed_);
   runtime_ = server::load_model_runtime(dir, server::ServerOptions{});
@@ -87,10 +86,13 @@ void TurnHarness::restart() {
   open_cache();
 }
 
-void TurnHarness::idle(int preempt_after) {
+void TurnHarness::idle(int preempt_after, const std::vector<int32_t>& waiting) {
   if (!hooks_) return;
   int checks = 0;
-  hooks_->on_idle(*session_, [&] { return preempt_after >= 0 && checks++ >= preempt_after; });
+  hooks_->on_idle(*session_, [&](std::span<const int32_t> needed) {
+    const bool arrived = preempt_after >= 0 && checks++ >= preempt_after;
+    return arrived && !server::prompt_needs(waiting, needed);
+  });
 }
 
 TurnResult TurnHarness::chat(const nlohmann::ordered_json& messages,
@@ -99,8 +101,8 @@ TurnResult TurnHarness::chat(const nlohmann::ordered_json& messages,
   server::GenerationRequest request = greedy_request(server::Route::kChatCompletions, max_tokens);
   request.messages = messages;
   request.tools = tools;
-  server::RenderedPrompt prompt = runtime_->render_chat(
-      messages, tools, true, nlohmann::ordered_json::object());
+  server::RenderedPrompt prompt =
+      runtime_->render_chat(messages, tools, true, nlohmann::ordered_json::object());
   return run(std::move(request), std::move(prompt), cancel_after);
 }
 
@@ -117,8 +119,8 @@ TurnResult TurnHarness::run(server::GenerationRequest request, server::RenderedP
                             int cancel_after) {
   TurnResult result;
   result.prompt = prompt.ids;
-  auto job = std::make_shared<server::GenerationJob>(next_uid_++, std::move(request),
-                                                     std::move(prompt));
+  auto job =
+      std::make_shared<server::GenerationJob>(next_uid_++, std::move(request), std::move(prompt));
   server::CacheHooks& hooks = hooks_ ? static_cast<server::CacheHooks&>(*hooks_) : no_cache_;
   server::RunnerSettings settings;
   settings.prefill_chunk_tokens = 24;  // small, so chunking meets the checkpoint positions

@@ -50,8 +50,9 @@ class TurnHarness {
   TurnResult complete(const std::vector<int32_t>& prompt, int max_tokens, int cancel_after = 0);
 
   // The engine went idle: runs the cache's idle work (canonical-history pre-fill). With
-  // preempt_after >= 0 a request "arrives" after that many preemption checks.
-  void idle(int preempt_after = -1);
+  // preempt_after >= 0 a request with prompt `waiting` "arrives" after that many preemption
+  // checks (idle work it needs goes on, as the scheduler lets it).
+  void idle(int preempt_after = -1, const std::vector<int32_t>& waiting = {});
   // Stops the cache (its writer finishes the queue, as on SIGTERM) and opens it again from
   // the store, as a restarted server would; the RAM tier starts empty.
   void restart();

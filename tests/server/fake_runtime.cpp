@@ -159,7 +159,8 @@ std::shared_ptr<ModelRuntime> make_fake_runtime(const FakeModelOptions& options)
         render_chat_prompt(*chat, *tokenizer, messages,
                            tools.empty() ? nlohmann::ordered_json(nullptr) : tools, add_gp, kwargs);
     return RenderedPrompt{p.text, p.ids, static_cast<int64_t>(p.last_message_end),
-                          static_cast<int64_t>(p.last_user_start)};
+                          static_cast<int64_t>(p.last_user_start),
+                          std::vector<int64_t>(p.edit_points.begin(), p.edit_points.end())};
   };
   std::vector<int32_t> script = tokenizer->encode(options.script, true);
   int32_t vocab = tokenizer->vocab_size();

@@ -30,7 +30,8 @@ std::shared_ptr<ModelRuntime> qwen35_runtime() {
     ChatPrompt p = render_chat_prompt(*chat, *tokenizer, messages,
                                       tools.empty() ? ojson(nullptr) : tools, add_gp, kwargs);
     return RenderedPrompt{p.text, p.ids, static_cast<int64_t>(p.last_message_end),
-                          static_cast<int64_t>(p.last_user_start)};
+                          static_cast<int64_t>(p.last_user_start),
+                          std::vector<int64_t>(p.edit_points.begin(), p.edit_points.end())};
   };
   return runtime;
 }

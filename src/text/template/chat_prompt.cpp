@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "text/template/edit_points.h"
 
 namespace qmlx {
 namespace {
@@ -73,6 +74,7 @@ ChatPrompt render_chat_prompt(const ChatTemplate& chat_template, const Tokenizer
           : prompt.ids.size();
   prompt.last_user_start =
       last_user_offset(chat_template, tokenizer, prompt.ids, messages, tools, extra);
+  prompt.edit_points = edit_points(tokenizer, prompt.text, prompt.ids, 0, prompt.last_message_end);
   return prompt;
 }
 

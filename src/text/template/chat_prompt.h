@@ -11,7 +11,8 @@
 // offsets are always positions where the full prompt agrees with the shorter rendering.
 // If a shorter conversation cannot be rendered (a template that rejects it, such as Qwen3.5
 // without any user query), last_user_start is the common prefix with the conversation whose
-// last user message has different content instead.
+// last user message has different content instead. edit_points are found in the rendered text
+// and checked against the tokenizer, with no extra rendering.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,9 @@ struct ChatPrompt {
   std::vector<int32_t> ids;
   size_t last_message_end = 0;  // token offset where the last message ends
   size_t last_user_start = 0;   // token offset where the last user message starts
+  // Token offsets before last_message_end where an injected reminder block starts (the deepest
+  // 16; text/template/edit_points.h): where agents edit their history next turn.
+  std::vector<size_t> edit_points;
 };
 
 ChatPrompt render_chat_prompt(

@@ -90,5 +90,36 @@ TEST_F(ChatPromptTest, FallsBackWhenTheTemplateRejectsTheShorterConversation) {
             "<|im_start|>assistant\n<think>\n");
 }
 
+TEST_F(ChatPromptTest, EditPointsAreTheExactStartsOfReminderBlocks) {
+  // Qwen Code's first user message: reminder blocks as content parts joined with "\n", the
+  // date block last. Each edit point is where a block starts, and the text before it tokenizes
+  // to exactly the prompt's first tokens (what a prompt that dropped the block would share).
+  ChatTemplate qwen35 = shipped("qwen3_5");
+  const std::string reminders[] = {
+      "<system-reminder>\nThe following skills are available.\n</system-reminder>",
+      "<system-reminder>\nThis is the agent. We are setting up the context.\n</system-reminder>",
+      "<system-reminder>\nThe current date is: Tuesday, December 1, 2026.\n</system-reminder>"};
+  json messages = json::array(
+      {{{"role", "system"}, {"content", "You are a coding agent."}},
+       {{"role", "user"},
+        {"content", reminders[0] + "\n" + reminders[1] + "\n" + reminders[2] + "\nSay hello"}}});
+  ChatPrompt prompt = render_chat_prompt(qwen35, *tokenizer_, messages, nullptr, true);
+  ASSERT_EQ(prompt.edit_points.size(), 3u);
+  size_t byte = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const size_t k = prompt.edit_points[i];
+    byte = prompt.text.find(reminders[i], byte);
+    EXPECT_EQ(decode(prompt.ids, 0, k), prompt.text.substr(0, byte));
+    const std::vector<int32_t> shorter = tokenizer_->encode(prompt.text.substr(0, byte));
+    EXPECT_EQ(shorter, std::vector<int32_t>(prompt.ids.begin(), prompt.ids.begin() + k));
+  }
+  // A marker that is not a block's start in tokens (after a space, " <" is one pre-token) and
+  // a prompt with no marker give none.
+  messages[1]["content"] = "Mention the tag <system-reminder> in prose.";
+  EXPECT_TRUE(render_chat_prompt(qwen35, *tokenizer_, messages, nullptr, true).edit_points.empty());
+  messages[1]["content"] = "Say hello";
+  EXPECT_TRUE(render_chat_prompt(qwen35, *tokenizer_, messages, nullptr, true).edit_points.empty());
+}
+
 }  // namespace
 }  // namespace qmlx

@@ -1,0 +1,29 @@
+# Shared by the cache e2e scripts (sourced): start and stop one `qmlx serve` on free loopback
+# ports, with API key "k". Needs $qmlx; sets $port, $metrics and $server_pid; stops the server
+# on exit.
+py=/usr/bin/python3
+server_pid=""
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cleanup() { [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null || true; }
+trap cleanup EXIT
+free_port() { $py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+start_server() {  # start_server MODEL CONFIG LOG [FLAGS...]
+  port=$(free_port)
+  metrics=$(free_port)
+  "$qmlx" serve --model "$1" --cache-config "$2" --port "$port" --metrics-port "$metrics" \
+    --api-key k "${@:4}" 2>"$3" &
+  server_pid=$!
+  for _ in $(seq 1 300); do
+    [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health" || true) == 200 ]] &&
+      return 0
+    kill -0 "$server_pid" 2>/dev/null || { cat "$3" >&2; fail "server exited during start-up"; }
+    sleep 0.1
+  done
+  fail "server not healthy"
+}
+stop_server() {
+  kill -TERM "$server_pid"
+  wait "$server_pid" || fail "server did not exit 0 on SIGTERM"
+  server_pid=""
+}
