@@ -237,6 +237,20 @@ export async function userTurnTokens(server, text) {
   return (await response.json()).tokens.length;
 }
 
+// The prompt token ids of an OpenAI chat request as the server renders it (`/apply-template`);
+// null for other wire formats (Anthropic, Responses), which that route does not read.
+export async function chatPromptIds(server, body) {
+  if (!Array.isArray(body?.messages) || body?.input !== undefined || body?.system !== undefined) {
+    return null;
+  }
+  const response = await fetch(`http://127.0.0.1:${server.port}/apply-template`, {
+    method: "POST", headers: { "content-type": "application/json", authorization: "Bearer qmlx" },
+    body: JSON.stringify({ ...body, stream: false }),  // the same kwargs, tools and messages
+  });
+  if (!response.ok) throw new Error(`/apply-template: ${response.status} ${await response.text()}`);
+  return (await response.json()).tokens;
+}
+
 // The whole request body as one string, for "does this request carry X" checks.
 export function bodyText(exchange) {
   return exchange.body ? JSON.stringify(exchange.body) : "";
