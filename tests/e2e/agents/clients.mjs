@@ -1,6 +1,6 @@
 // The four real coding agents as the tests and the bench run them: how each is configured
-// against a local `qmlx serve` (the same settings docs/agents.md gives users, plus every switch
-// the client has for telemetry, update checks and other traffic), how it is run headless for a
+// against a local `qmlx serve` (the settings README.md's "Use it with your agent" gives users,
+// plus every switch the client has for telemetry, update checks and other traffic), how it is run headless for a
 // first turn and for a continued one, and the tool call the scripted model makes in its own
 // tool vocabulary (a shell command that writes a file the test then reads).
 import fs from "node:fs";
