@@ -201,15 +201,9 @@ void parse_openai_tool_choice(const json& body, GenerationRequest& r) {
   const json* v = optional_field(body, "tool_choice");
   if (v == nullptr) return;
   if (v->is_string()) {
-    std::string s = v->get<std::string>();
-    if (s == "auto")
-      r.tool_choice = ToolChoiceMode::kAuto;
-    else if (s == "none")
-      r.tool_choice = ToolChoiceMode::kNone;
-    else if (s == "required")
-      r.tool_choice = ToolChoiceMode::kRequired;
-    else
-      bad_field("tool_choice", "must be auto, none, required or a named function");
+    auto mode = tool_choice_mode(v->get<std::string>());
+    if (!mode) bad_field("tool_choice", "must be auto, none, required or a named function");
+    r.tool_choice = *mode;
     return;
   }
   if (!v->is_object()) bad_field("tool_choice", "must be a string or an object");
@@ -456,6 +450,13 @@ std::vector<int32_t> token_id_prompt(const json& prompt) {
 }
 
 }  // namespace
+
+std::optional<ToolChoiceMode> tool_choice_mode(const std::string& name) {
+  if (name == "auto") return ToolChoiceMode::kAuto;
+  if (name == "none") return ToolChoiceMode::kNone;
+  if (name == "required") return ToolChoiceMode::kRequired;
+  return std::nullopt;
+}
 
 std::string requested_model(const json& body) {
   auto it = body.find("model");

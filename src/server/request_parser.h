@@ -29,6 +29,9 @@ GenerationRequest parse_messages_request(const nlohmann::ordered_json& body,
 // check it before parsing the rest, so a request for another model is told that first.
 std::string requested_model(const nlohmann::ordered_json& body);
 
+// OpenAI's string tool_choice ("auto", "none", "required"); nullopt for any other name.
+std::optional<ToolChoiceMode> tool_choice_mode(const std::string& name);
+
 // The Anthropic body's conversation (model, messages, tools, tool_choice, thinking) in the
 // server's terms; parse_messages_request adds sampling, and count_tokens uses it alone.
 void parse_anthropic_conversation(const nlohmann::ordered_json& body, GenerationRequest& r);

@@ -235,14 +235,9 @@ void parse_tool_choice(const json& body, GenerationRequest& r) {
   } else if (!v->is_string()) {
     bad_field("tool_choice", "must be a string or an object");
   }
-  if (mode == "auto")
-    r.tool_choice = ToolChoiceMode::kAuto;
-  else if (mode == "none")
-    r.tool_choice = ToolChoiceMode::kNone;
-  else if (mode == "required")
-    r.tool_choice = ToolChoiceMode::kRequired;
-  else
-    bad_field("tool_choice", "must be auto, none, required or a named tool");
+  auto parsed = tool_choice_mode(mode);
+  if (!parsed) bad_field("tool_choice", "must be auto, none, required or a named tool");
+  r.tool_choice = *parsed;
 }
 
 // reasoning.effort "none" turns thinking off in the template; other efforts leave the model's
