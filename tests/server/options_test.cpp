@@ -262,5 +262,19 @@ TEST_F(OptionsTest, ConfigKeysHelpListsEveryAcceptedKey) {
             1u);
 }
 
+// --model-alias repeats (each occurrence one name, never swallowing the next argument) and
+// --strict-model-id is off unless given.
+TEST_F(OptionsTest, ModelAliasesRepeatAndStrictModelIdIsOptIn) {
+  auto plain = parse({"--model", (dir_ / "model").string()});
+  ASSERT_TRUE(plain.options);
+  EXPECT_FALSE(plain.options->strict_model_id);
+  EXPECT_TRUE(plain.options->model_aliases.empty());
+  auto strict = parse({"--model", (dir_ / "model").string(), "--model-alias", "a",
+                       "--strict-model-id", "--model-alias", "b"});
+  ASSERT_TRUE(strict.options);
+  EXPECT_TRUE(strict.options->strict_model_id);
+  EXPECT_EQ(strict.options->model_aliases, (std::vector<std::string>{"a", "b"}));
+}
+
 }  // namespace
 }  // namespace qmlx::server
