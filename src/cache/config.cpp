@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <concepts>
 #include <fstream>
 #include <iterator>
 #include <variant>
@@ -171,13 +172,11 @@ void read_key(const KeyReader& reader, const CacheKey& key, CacheConfig& c) {
   const std::string name = key.name;
   std::visit(Overloaded{
                  [&](bool CacheConfig::*f) { reader.read_bool(name, &(c.*f)); },
-                 [&](int CacheConfig::*f) {
+                 // int and int64_t fields (bool takes the exact overload above).
+                 [&]<std::integral T>(T CacheConfig::*f) {
                    int64_t v = c.*f;
                    reader.read_int(name, int64_t(key.min), int64_t(key.max), &v);
-                   c.*f = int(v);
-                 },
-                 [&](int64_t CacheConfig::*f) {
-                   reader.read_int(name, int64_t(key.min), int64_t(key.max), &(c.*f));
+                   c.*f = T(v);
                  },
                  [&](double CacheConfig::*f) {
                    reader.read_number(name, key.min, key.max, key.min_exclusive, &(c.*f));
@@ -203,11 +202,7 @@ ConfigKeyDoc document(const CacheKey& key, const CacheConfig& defaults) {
                    doc.values = "true|false";
                    doc.default_value = defaults.*f ? "true" : "false";
                  },
-                 [&](int CacheConfig::*f) {
-                   doc.values = "integer in " + range(key);
-                   doc.default_value = std::to_string(defaults.*f);
-                 },
-                 [&](int64_t CacheConfig::*f) {
+                 [&]<std::integral T>(T CacheConfig::*f) {  // int and int64_t fields
                    doc.values = "integer in " + range(key);
                    doc.default_value = std::to_string(defaults.*f);
                  },
