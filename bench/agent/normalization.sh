@@ -5,15 +5,14 @@
 #   Qwen Code: a one-shot prompt, its --continue second turn, then a new session (each also
 #              sends its own side requests: memory extraction, summaries).
 #   Claude Code: the first request of two new sessions with different first prompts (captured
-#              from the real binary, then sent to /v1/messages with its mid-conversation system
-#              message as a user message and `thinking` dropped, which this server's parser
-#              does not take yet).
+#              from the real binary, then sent to /v1/messages as it is, but not streamed and
+#              with a short max_tokens).
 # Usage: bench/agent/normalization.sh [QMLX_BINARY] [AGENTS_BIN_DIR]
 # Prints one row per request: client, step, mode, prompt, cached, prefill, rules that fired.
 set -euo pipefail
 
 QMLX=${1:-build/bin/qmlx}
-AGENTS=${2:-/tmp/agents/node_modules/.bin}
+AGENTS=$(realpath "${2:-tests/agents/node_modules/.bin}")
 QMLX=$(realpath "$QMLX")
 WORK=$(mktemp -d)
 PORT=${PORT:-18600}
@@ -55,15 +54,12 @@ EOF
   kill "$capture_pid"
 }
 
-# Sends a captured Claude Code request to qmlx's /v1/messages (see the header for the changes).
+# Sends a captured Claude Code request to qmlx's /v1/messages (whole reply, 16 tokens at most).
 send_claude() {
   python3 - "$1" "$PORT" <<'EOF'
 import json, sys, urllib.request
 body = json.load(open(sys.argv[1]))
-body.pop('thinking', None)
-body.update(model='model', stream=False, max_tokens=16)
-for m in body['messages']:
-    if m['role'] == 'system': m['role'] = 'user'
+body.update(stream=False, max_tokens=16)
 req = urllib.request.Request(f'http://127.0.0.1:{sys.argv[2]}/v1/messages', data=json.dumps(body).encode(),
                              headers={'x-api-key': 'k', 'content-type': 'application/json'})
 urllib.request.urlopen(req).read()
