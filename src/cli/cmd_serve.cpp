@@ -3,16 +3,19 @@
 // stop it cleanly with exit status 0.
 #include <pthread.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstring>
+#include <future>
 #include <optional>
+#include <thread>
 
 #include "base/logging.h"
+#include "base/process.h"
+#include "base/thread_pool.h"
 #include "cache/config.h"
 #include "cache/hash.h"
 #include "cache/prefix_cache.h"
-#include "base/process.h"
-#include "base/thread_pool.h"
 #include "cli/command.h"
 #include "modelgen/demo_model.h"
 #include "server/api_server.h"
@@ -52,8 +55,8 @@ void log_ready(const server::ModelRuntime& runtime, const server::ApiServer& api
 // model.deltanet_state_aware) switching the disk tier on; nullopt when both tiers are off (the
 // cold baseline: nothing is reused between requests).
 std::optional<CacheConfig> serve_cache_config(const server::ServerOptions& options) {
-  std::string source = options.cache_config_path.empty() ? "cache settings"
-                                                         : options.cache_config_path;
+  std::string source =
+      options.cache_config_path.empty() ? "cache settings" : options.cache_config_path;
   ParsedCacheConfig parsed = parse_cache_config({{"cache", options.cache_config}}, source);
   for (const std::string& warning : parsed.warnings) log_warn(warning);
   // The qMLX flag switches the disk tier on, except against an explicit "disk_kv_cache": false
@@ -112,8 +115,31 @@ int serve(int argc, char** argv) {
   api.start();
   log_info("listening on " + url(options.host, api.port()) + " (loading the model)");
 
+  // A stop signal while the model loads ends the process at once (nothing is open yet that
+  // needs flushing); after that it stops the server cleanly.
+  std::promise<int> stop_signal;
+  std::future<int> stop_requested = stop_signal.get_future();
+  std::atomic<bool> loading{true};
+  std::thread([&signals, &stop_signal, &loading] {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    if (loading) {
+      log_info(std::string("received ") + strsignal(signal_number) +
+               " while loading the model: exiting");
+      std::_Exit(0);
+    }
+    stop_signal.set_value(signal_number);
+  }).detach();
+
   std::string model_dir = options.model_path.empty() ? ensure_demo_model() : options.model_path;
-  std::shared_ptr<server::ModelRuntime> runtime = server::load_model_runtime(model_dir, options);
+  std::shared_ptr<server::ModelRuntime> runtime;
+  try {
+    runtime = server::load_model_runtime(model_dir, options);
+  } catch (const std::exception& e) {
+    log_error(std::string("cannot load the model: ") + e.what());
+    api.stop(std::chrono::milliseconds(0));
+    return 1;
+  }
   server::CacheHooks no_cache;
   std::unique_ptr<PrefixCache> cache;
   std::unique_ptr<server::PrefixCacheHooks> cache_hooks;
@@ -124,9 +150,9 @@ int serve(int argc, char** argv) {
   }
   api.set_ready(runtime, cache_hooks ? *cache_hooks : no_cache, cache.get());
   log_ready(*runtime, api, options);
+  loading = false;
 
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  int signal_number = stop_requested.get();
   log_info(std::string("received ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM") +
            ": stopping");
   api.stop(kShutdownGrace);

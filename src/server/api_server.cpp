@@ -8,7 +8,6 @@
 #include "base/logging.h"
 #include "server/api_server_state.h"
 #include "server/auth.h"
-#include "server/lingering_close.h"
 #include "server/sse.h"
 #include "server/system_message_placement.h"
 
@@ -23,58 +22,9 @@ ApiStyle style_for(const std::string& path) {
   return is_anthropic_path(path) ? ApiStyle::kAnthropic : ApiStyle::kOpenAI;
 }
 
-std::string request_body_limit_message(const State& state) {
-  return "request body exceeds the limit of " + std::to_string(state.options.max_body_mb) +
-         " MB (--max-body-mb)";
-}
-
-// 413 before reading the body when Content-Length already says it is too big. The unread body
-// makes the connection unusable, so the answer says it closes (see lingering_close.h).
-httplib::Server::HandlerResponse check_body_size(State& state, const httplib::Request& req,
-                                                 httplib::Response& res) {
-  size_t limit = size_t(state.options.max_body_mb) << 20;
-  auto length = req.get_header_value("Content-Length");
-  if (!length.empty() && std::strtoull(length.c_str(), nullptr, 10) > limit) {
-    set_error(res, style_for(req.path), 413, request_body_limit_message(state));
-    res.set_header("Connection", "close");
-    state.record_answered(req, req.path, 413, request_body_limit_message(state));
-    return httplib::Server::HandlerResponse::Handled;
-  }
-  return httplib::Server::HandlerResponse::Unhandled;
-}
-
-// `curl -d` and Python's urllib label any body application/x-www-form-urlencoded, and httplib
-// caps such bodies at 8 KB (CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH, compiled into
-// Debian's library): every real conversation would get a 413. Every POST route here takes JSON,
-// so the label is corrected before httplib reads the body. The Request is httplib's own
-// non-const local, handed to the pre-routing handler as const.
-void treat_form_bodies_as_json(const httplib::Request& req) {
-  auto& headers = const_cast<httplib::Headers&>(req.headers);
-  auto it = headers.find("Content-Type");
-  if (it != headers.end() && it->second.rfind("application/x-www-form-urlencoded", 0) == 0) {
-    it->second = "application/json";
-  }
-}
-
-// Fills httplib's own bodiless error responses (404 no route, 413 chunked body too big...).
-// Answers Handled for any whole body: on the paths that skip routing (the answer to
-// `Expect: 100-continue`) that is what makes httplib send a Content-Length, without which the
-// client cannot tell where the response ends.
-httplib::Server::HandlerResponse fill_error_body(State& state, const httplib::Request& req,
-                                                 httplib::Response& res) {
-  if (res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
-  if (!res.body.empty()) return httplib::Server::HandlerResponse::Handled;
-  std::string message = res.status == 404   ? "no route for " + req.method + " " + req.path
-                        : res.status == 413 ? request_body_limit_message(state)
-                                            : "request failed";
-  set_error(res, style_for(req.path), res.status, message);
-  state.record_answered(req, res.status == 404 ? "unknown" : req.path, res.status, message);
-  return httplib::Server::HandlerResponse::Handled;
-}
-
-void add_method_not_allowed(httplib::Server& http, State& state, const std::string& path,
+void add_method_not_allowed(http::Server& http, State& state, const std::string& path,
                             const std::string& allowed) {
-  auto reject = [&state, path, allowed](const httplib::Request& req, httplib::Response& res) {
+  auto reject = [&state, path, allowed](const http::Request& req, http::Response& res) {
     res.set_header("Allow", allowed);
     std::string message =
         "method " + req.method + " not allowed on " + path + " (use " + allowed + ")";
@@ -93,7 +43,7 @@ void add_method_not_allowed(httplib::Server& http, State& state, const std::stri
 }
 
 // Failures are warnings (a client's mistake) or errors (ours), so they stand out in the log.
-void log_answered(uint64_t uid, const httplib::Request& req, int status,
+void log_answered(uint64_t uid, const http::Request& req, int status,
                   const std::string& error_message) {
   std::string line = answered_request_log_line(uid, req.method, req.path, status, error_message);
   if (status >= 500) {
@@ -105,37 +55,41 @@ void log_answered(uint64_t uid, const httplib::Request& req, int status,
   }
 }
 
-std::unique_ptr<httplib::Server> new_http_server() {
-  auto http = std::make_unique<httplib::Server>();
-  http->new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
-  http->set_keep_alive_max_count(1000);
-  // Idle keep-alive connections hold a worker; a short timeout keeps shutdown quick.
-  http->set_keep_alive_timeout(2);
-  http->set_read_timeout(600, 0);
-  http->set_write_timeout(600, 0);
-  return http;
+// Heads and bodies are read by the transport's event loop, so slow or idle clients hold no
+// thread; 64 workers run handlers (a generation waits in the scheduler, not here).
+std::unique_ptr<http::Server> new_http_server(const ServerOptions& options, size_t workers) {
+  http::ServerSettings settings;
+  settings.read.max_body_bytes = size_t(options.max_body_mb) << 20;
+  settings.worker_threads = workers;
+  return std::make_unique<http::Server>(settings);
 }
 
-int bind(httplib::Server& http, const std::string& host, int port, const char* what) {
-  if (port == 0) {
-    int bound = http.bind_to_any_port(host);
-    if (bound < 0) throw Error(std::string("cannot bind the ") + what + " on " + host);
-    return bound;
+int bind(http::Server& http, const std::string& host, int port, const char* what) {
+  try {
+    return http.bind(host, port);
+  } catch (const Error& e) {
+    throw Error(std::string("cannot bind the ") + what + ": " + e.what());
   }
-  if (!http.bind_to_port(host, port)) {
-    throw Error(std::string("cannot bind the ") + what + " to " + host + ":" +
-                std::to_string(port) + " (in use?)");
-  }
-  return port;
+}
+
+// The body of an answer the transport gave without a route (404, 408, 413, 431, ...), in the
+// API shape of the path, with the request's one log line.
+void fill_transport_error(State& state, const http::Request& req, http::Response& res,
+                          const std::string& reason) {
+  std::string message = res.status == 413 ? reason + " (--max-body-mb)" : reason;
+  set_error(res, style_for(req.path), res.status, message);
+  // The path is the client's, possibly arbitrary: the metrics label stays bounded.
+  const uint64_t uid = state.record_answered(req, "unknown", res.status, message);
+  res.set_header(kRequestIdHeader, std::to_string(uid));
 }
 
 }  // namespace
 
-void set_json(httplib::Response& res, const nlohmann::json& body) {
+void set_json(http::Response& res, const nlohmann::json& body) {
   res.set_content(dump_json(body), "application/json");
 }
 
-void set_error(httplib::Response& res, ApiStyle style, int status, const std::string& message,
+void set_error(http::Response& res, ApiStyle style, int status, const std::string& message,
                const std::string& param) {
   res.status = status;
   res.set_content(error_body(style, status, message, param), "application/json");
@@ -168,7 +122,7 @@ void State::check_model(const std::string& model, const ModelRuntime& rt) const 
                  "model");
 }
 
-uint64_t State::record_answered(const httplib::Request& req, const std::string& route, int status,
+uint64_t State::record_answered(const http::Request& req, const std::string& route, int status,
                                 const std::string& error_message) {
   uint64_t uid = next_uid.fetch_add(1);
   metrics.record_request(route, status);
@@ -176,14 +130,14 @@ uint64_t State::record_answered(const httplib::Request& req, const std::string& 
   return uid;
 }
 
-uint64_t request_uid(const httplib::Response& res) {
+uint64_t request_uid(const http::Response& res) {
   return std::strtoull(res.get_header_value(kRequestIdHeader).c_str(), nullptr, 10);
 }
 
 namespace {
 
-httplib::Server::Handler wrap_route(State& state, const RouteSpec& spec, RouteHandler handler) {
-  return [&state, spec, handler](const httplib::Request& req, httplib::Response& res) {
+http::Server::Handler wrap_route(State& state, const RouteSpec& spec, RouteHandler handler) {
+  return [&state, spec, handler](const http::Request& req, http::Response& res) {
     state.metrics.add_in_flight(1);
     // The uid is taken now so that a generation's HIT/MISS line and its response agree.
     const bool logged = spec.log != RequestLog::kNone;
@@ -199,10 +153,18 @@ httplib::Server::Handler wrap_route(State& state, const RouteSpec& spec, RouteHa
           throw ApiError(401, *denied);
         }
       }
+      if (spec.path.rfind("/admin/", 0) == 0 &&
+          admin_routes_closed(state.options.host, state.options.api_key)) {
+        throw ApiError(403, "the admin routes are closed: this server listens on " +
+                                state.options.host + " without --api-key (set one to use them)");
+      }
       handler(req, res, state);
     } catch (const ApiError& e) {
       set_error(res, spec.style, e.status(), e.what(), e.param());
       error_message = e.what();
+      // Overload (429) and loading (503) are worth retrying: say when.
+      if (e.status() == 429) res.set_header("Retry-After", "1");
+      if (e.status() == 503) res.set_header("Retry-After", "5");
     } catch (const Error& e) {
       set_error(res, spec.style, 400, e.what());
       error_message = e.what();
@@ -222,7 +184,7 @@ httplib::Server::Handler wrap_route(State& state, const RouteSpec& spec, RouteHa
 
 }  // namespace
 
-void add_routes(httplib::Server& http, State& state, const RouteSpec& spec,
+void add_routes(http::Server& http, State& state, const RouteSpec& spec,
                 const std::vector<std::pair<std::string, RouteHandler>>& methods) {
   std::string allowed;
   for (const auto& [method, handler] : methods) {
@@ -241,43 +203,26 @@ void add_routes(httplib::Server& http, State& state, const RouteSpec& spec,
   add_method_not_allowed(http, state, spec.path, allowed);
 }
 
-void add_route(httplib::Server& http, State& state, const std::string& method,
-               const RouteSpec& spec, RouteHandler handler) {
+void add_route(http::Server& http, State& state, const std::string& method, const RouteSpec& spec,
+               RouteHandler handler) {
   add_routes(http, state, spec, {{method, std::move(handler)}});
 }
 
 ApiServer::ApiServer(ServerOptions options, MetricsRegistry& registry, ApiServerSettings settings)
     : state_(std::make_unique<State>(std::move(options), registry, settings)),
-      http_(new_http_server()) {
+      http_(new_http_server(state_->options, kHttpThreads)) {
   State& state = *state_;
-  http_->set_payload_max_length(size_t(state.options.max_body_mb) << 20);
-  http_->set_pre_routing_handler([&state](const httplib::Request& req, httplib::Response& res) {
-    treat_form_bodies_as_json(req);
-    return check_body_size(state, req, res);
-  });
-  // Clients that ask first (Expect: 100-continue, as curl does for big bodies) get the 413
-  // instead of the go-ahead, so they never send the body.
-  http_->set_expect_100_continue_handler(
-      [&state](const httplib::Request& req, httplib::Response& res) {
-        return check_body_size(state, req, res) == httplib::Server::HandlerResponse::Handled ? 413
-                                                                                             : 100;
+  http_->set_error_handler(
+      [&state](const http::Request& req, http::Response& res, const std::string& reason) {
+        fill_transport_error(state, req, res, reason);
       });
-  http_->set_error_handler(httplib::Server::HandlerWithResponse(
-      [&state](const httplib::Request& req, httplib::Response& res) {
-        return fill_error_body(state, req, res);
-      }));
-  // httplib calls the logger on the connection's thread right after the response is written:
-  // the one place a connection whose body was refused can be closed without losing the answer.
-  http_->set_logger([](const httplib::Request& req, const httplib::Response&) {
-    if (request_body_left_unread(req)) close_connection_after_response(req);
-  });
   add_info_routes(*http_, state);
   add_generation_routes(*http_, state);
   add_cache_admin_routes(*http_, state);
   if (state.options.metrics_port != 0) {
-    metrics_http_ = new_http_server();
+    metrics_http_ = new_http_server(state.options, 4);
     MetricsRegistry& reg = registry;
-    metrics_http_->Get("/metrics", [&reg](const httplib::Request&, httplib::Response& res) {
+    metrics_http_->Get("/metrics", [&reg](const http::Request&, http::Response& res) {
       res.set_content(reg.expose(), "text/plain; version=0.0.4; charset=utf-8");
     });
   }
@@ -290,12 +235,17 @@ void ApiServer::start() {
   std::signal(SIGPIPE, SIG_IGN);
   const ServerOptions& options = state_->options;
   port_ = bind(*http_, options.host, options.port, "API port");
+  if (admin_routes_closed(options.host, options.api_key)) {
+    log_warn("--host " + options.host +
+             " without --api-key: anyone who can reach this port can use the model with any "
+             "key; the /admin routes stay closed until --api-key is set");
+  }
   if (metrics_http_) {
     metrics_port_ = bind(*metrics_http_, options.host,
                          options.metrics_port < 0 ? 0 : options.metrics_port, "metrics port");
-    metrics_thread_ = std::thread([this] { metrics_http_->listen_after_bind(); });
+    metrics_http_->start();
   }
-  http_thread_ = std::thread([this] { http_->listen_after_bind(); });
+  http_->start();
 }
 
 void ApiServer::set_ready(std::shared_ptr<const ModelRuntime> runtime, CacheHooks& hooks,
@@ -311,18 +261,16 @@ void ApiServer::set_ready(std::shared_ptr<const ModelRuntime> runtime, CacheHook
 }
 
 void ApiServer::stop(std::chrono::milliseconds grace) {
-  if (http_thread_.joinable()) http_->stop();
+  http_->stop_accepting();
   Scheduler* scheduler = nullptr;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     scheduler = state_->scheduler.get();
   }
   if (scheduler) scheduler->stop(grace);
-  if (http_thread_.joinable()) http_thread_.join();
-  if (metrics_http_ && metrics_thread_.joinable()) {
-    metrics_http_->stop();
-    metrics_thread_.join();
-  }
+  // Streams end once the scheduler has finished or cut their jobs; what is left is cut.
+  http_->shutdown(grace);
+  if (metrics_http_) metrics_http_->shutdown(std::chrono::milliseconds(0));
 }
 
 }  // namespace qmlx::server

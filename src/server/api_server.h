@@ -19,7 +19,7 @@
 #include "server/scheduler.h"
 #include "server/server_metrics.h"
 
-namespace httplib {
+namespace qmlx::http {
 class Server;
 }
 
@@ -59,10 +59,8 @@ class ApiServer {
 
  private:
   std::unique_ptr<State> state_;
-  std::unique_ptr<httplib::Server> http_;
-  std::unique_ptr<httplib::Server> metrics_http_;
-  std::thread http_thread_;
-  std::thread metrics_thread_;
+  std::unique_ptr<http::Server> http_;
+  std::unique_ptr<http::Server> metrics_http_;
   int port_ = 0;
   int metrics_port_ = 0;
 };

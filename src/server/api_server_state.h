@@ -2,11 +2,10 @@
 // route files use (auth + error wrapping). Not for use outside src/server.
 #pragma once
 
-#include <httplib.h>
-
 #include <functional>
 #include <string>
 
+#include "http/server.h"
 #include "server/api_error.h"
 #include "server/api_server.h"
 #include "server/response_store.h"
@@ -42,14 +41,14 @@ struct ApiServer::State {
 
   // Counts a request answered without the engine (or rejected) and writes its one log line;
   // returns its uid. Generation routes that reach the engine log their HIT/MISS line instead.
-  uint64_t record_answered(const httplib::Request& req, const std::string& route, int status,
+  uint64_t record_answered(const http::Request& req, const std::string& route, int status,
                            const std::string& error_message);
 };
 
 // The response header that tells the client its request's uid, the number in the log line.
 inline constexpr char kRequestIdHeader[] = "X-Request-Id";
 // The uid that the route wrapper gave this request (set in the response's headers).
-uint64_t request_uid(const httplib::Response& res);
+uint64_t request_uid(const http::Response& res);
 
 using State = ApiServer::State;
 
@@ -67,24 +66,24 @@ struct RouteSpec {
   RequestLog log = RequestLog::kEveryRequest;
 };
 
-using RouteHandler = std::function<void(const httplib::Request&, httplib::Response&, State&)>;
+using RouteHandler = std::function<void(const http::Request&, http::Response&, State&)>;
 
 // Registers `handler` for POST or GET on spec.path with auth, error shaping and metrics.
-void add_route(httplib::Server& http, State& state, const std::string& method,
-               const RouteSpec& spec, RouteHandler handler);
+void add_route(http::Server& http, State& state, const std::string& method, const RouteSpec& spec,
+               RouteHandler handler);
 // The same for several methods on one path (GET, POST, DELETE); others answer 405.
-void add_routes(httplib::Server& http, State& state, const RouteSpec& spec,
+void add_routes(http::Server& http, State& state, const RouteSpec& spec,
                 const std::vector<std::pair<std::string, RouteHandler>>& methods);
 
 // Sets an error response in the route's API shape.
-void set_error(httplib::Response& res, ApiStyle style, int status, const std::string& message,
+void set_error(http::Response& res, ApiStyle style, int status, const std::string& message,
                const std::string& param = "");
 
-void set_json(httplib::Response& res, const nlohmann::json& body);
+void set_json(http::Response& res, const nlohmann::json& body);
 
 // Route registration, one function per route file.
-void add_generation_routes(httplib::Server& http, State& state);
-void add_info_routes(httplib::Server& http, State& state);
-void add_cache_admin_routes(httplib::Server& http, State& state);
+void add_generation_routes(http::Server& http, State& state);
+void add_info_routes(http::Server& http, State& state);
+void add_cache_admin_routes(http::Server& http, State& state);
 
 }  // namespace qmlx::server

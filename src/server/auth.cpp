@@ -45,4 +45,15 @@ std::optional<std::string> check_auth(const AuthHeaders& headers, bool anthropic
   return std::nullopt;
 }
 
+bool is_loopback_host(std::string_view host) {
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+bool admin_routes_closed(std::string_view host, const std::string& api_key) {
+  return api_key.empty() && !is_loopback_host(host);
+}
+
 }  // namespace qmlx::server

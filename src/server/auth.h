@@ -1,7 +1,8 @@
 // Auth: the qMLX rule. Every route but /health needs a non-empty key, as
 // `Authorization: Bearer KEY` or (on Anthropic routes) `x-api-key: KEY`. The key's value is
 // checked only when the server was given --api-key, and then in constant time so response
-// timing does not reveal how much of a guess was right.
+// timing does not reveal how much of a guess was right. Without --api-key on a non-loopback
+// --host, the admin routes are closed (403).
 #pragma once
 
 #include <optional>
@@ -20,5 +21,13 @@ std::optional<std::string> check_auth(const AuthHeaders& headers, bool anthropic
                                       const std::string& required_key);
 
 bool constant_time_equals(std::string_view a, std::string_view b);
+
+// Whether `host` (a --host value) only accepts connections from this machine.
+bool is_loopback_host(std::string_view host);
+
+// Without --api-key, a server on a non-loopback address accepts any key from anyone who can
+// reach it: the model routes stay open (that is the qMLX contract), the admin routes that can
+// delete the cache do not.
+bool admin_routes_closed(std::string_view host, const std::string& api_key);
 
 }  // namespace qmlx::server

@@ -27,7 +27,7 @@ PrefixCache& cache_of(State& state) {
   return *state.cache;
 }
 
-Hash128 snapshot_id(const httplib::Request& req) {
+Hash128 snapshot_id(const http::Request& req) {
   auto id = Hash128::from_hex(req.matches[1].str());
   if (!id) throw ApiError(400, "bad snapshot id '" + req.matches[1].str() + "'");
   return *id;
@@ -47,26 +47,26 @@ void check_status(const Status& s) {
   throw ApiError(s.code() == Status::Code::kNotFound ? 404 : 500, s.ToString());
 }
 
-void list(const httplib::Request&, httplib::Response& res, State& state) {
+void list(const http::Request&, http::Response& res, State& state) {
   json items = json::array();
   for (const SnapshotListing& l : cache_of(state).list()) items.push_back(l.to_json());
   set_json(res, {{"object", "list"}, {"data", std::move(items)}});
 }
 
-void inspect(const httplib::Request& req, httplib::Response& res, State& state) {
+void inspect(const http::Request& req, http::Response& res, State& state) {
   auto listing = cache_of(state).inspect(snapshot_id(req));
   if (!listing) throw ApiError(404, "no snapshot " + req.matches[1].str());
   set_json(res, listing->to_json());
 }
 
-void verify_one(const httplib::Request& req, httplib::Response& res, State& state) {
+void verify_one(const http::Request& req, http::Response& res, State& state) {
   PrefixCache& cache = cache_of(state);
   Hash128 id = snapshot_id(req);
   if (!cache.inspect(id)) throw ApiError(404, "no snapshot " + id.hex());
   set_json(res, report_json(cache.verify(id)));
 }
 
-void verify_all(const httplib::Request&, httplib::Response& res, State& state) {
+void verify_all(const http::Request&, http::Response& res, State& state) {
   json reports = json::array();
   size_t failed = 0;
   for (const VerifyReport& r : cache_of(state).verify_all()) {
@@ -76,7 +76,7 @@ void verify_all(const httplib::Request&, httplib::Response& res, State& state) {
   set_json(res, {{"checked", reports.size()}, {"failed", failed}, {"reports", reports}});
 }
 
-void pin(const httplib::Request& req, httplib::Response& res, State& state) {
+void pin(const http::Request& req, http::Response& res, State& state) {
   bool pinned = true;
   if (!req.body.empty()) {
     auto body = parse_body(req.body);
@@ -91,13 +91,13 @@ void pin(const httplib::Request& req, httplib::Response& res, State& state) {
   set_json(res, {{"id", id.hex()}, {"pinned", pinned}});
 }
 
-void remove(const httplib::Request& req, httplib::Response& res, State& state) {
+void remove(const http::Request& req, http::Response& res, State& state) {
   Hash128 id = snapshot_id(req);
   check_status(cache_of(state).remove(id));
   set_json(res, {{"id", id.hex()}, {"deleted", true}});
 }
 
-void stats(const httplib::Request&, httplib::Response& res, State& state) {
+void stats(const http::Request&, http::Response& res, State& state) {
   PrefixCache& cache = cache_of(state);
   json body = cache.stats().to_json();
   body["fingerprint"] = cache.fingerprint().hex();
@@ -105,12 +105,12 @@ void stats(const httplib::Request&, httplib::Response& res, State& state) {
   set_json(res, body);
 }
 
-void clear(const httplib::Request&, httplib::Response& res, State& state) {
+void clear(const http::Request&, http::Response& res, State& state) {
   check_status(cache_of(state).clear());
   set_json(res, {{"cleared", true}});
 }
 
-void gc(const httplib::Request&, httplib::Response& res, State& state) {
+void gc(const http::Request&, http::Response& res, State& state) {
   PrefixCache& cache = cache_of(state);
   cache.gc();
   set_json(res, cache.stats().to_json());
@@ -118,7 +118,7 @@ void gc(const httplib::Request&, httplib::Response& res, State& state) {
 
 }  // namespace
 
-void add_cache_admin_routes(httplib::Server& http, State& state) {
+void add_cache_admin_routes(http::Server& http, State& state) {
   const std::string id = kIdPattern;
   add_route(http, state, "GET", {"/admin/cache/snapshots"}, list);
   add_routes(http, state, {id}, {{"GET", inspect}, {"DELETE", remove}});

@@ -111,12 +111,25 @@ void remember_response(const ResponseContext& ctx, const nlohmann::json& output)
   throw ApiError(503, "the request was cut short: the server is shutting down");
 }
 
-json whole_response(const ResponseContext& ctx) {
+// How often a non-streaming request checks that its client is still connected.
+constexpr auto kDisconnectPoll = std::chrono::milliseconds(250);
+
+json whole_response(const ResponseContext& ctx, const http::Request& req) {
   ParsedOutput output;
   std::vector<TokenLogprob> logprobs;
   GenerationEvent done;
+  auto next_check = std::chrono::steady_clock::now() + kDisconnectPoll;
   for (;;) {
-    auto event = ctx.job->next(std::chrono::milliseconds(1000));
+    auto event = ctx.job->next(kDisconnectPoll);
+    if (std::chrono::steady_clock::now() >= next_check) {
+      // Nobody will read the answer: stop the generation, which frees the engine for the
+      // next request (a long prefill would otherwise run to its end).
+      if (req.is_connection_closed()) {
+        ctx.job->cancel();
+        throw ApiError(499, "the client closed the connection before the answer was ready");
+      }
+      next_check = std::chrono::steady_clock::now() + kDisconnectPoll;
+    }
     if (!event) continue;
     if (event->kind == GenerationEvent::Kind::kOutput) {
       output.append(event->delta);
@@ -151,7 +164,7 @@ json whole_response(const ResponseContext& ctx) {
 // Writes one streamed response. Returns false (and cancels the job) once the client is gone.
 class StreamSession {
  public:
-  StreamSession(const ResponseContext& ctx, httplib::DataSink& sink)
+  StreamSession(const ResponseContext& ctx, http::DataSink& sink)
       : ctx_(ctx),
         request_(ctx.job->request()),
         sink_(sink),
@@ -275,21 +288,21 @@ class StreamSession {
 
   const ResponseContext& ctx_;
   const GenerationRequest& request_;
-  httplib::DataSink& sink_;
+  http::DataSink& sink_;
   AnthropicEventStream anthropic_;
   ResponsesEventStream responses_;
   size_t text_offset_;
   Clock::time_point last_write_ = Clock::now();
 };
 
-void stream_response(httplib::Response& res, State& state, ResponseContext ctx) {
+void stream_response(http::Response& res, State& state, ResponseContext ctx) {
   state.metrics.add_in_flight(1);
   auto shared = std::make_shared<ResponseContext>(std::move(ctx));
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [shared](size_t, httplib::DataSink& sink) { return StreamSession(*shared, sink).run(); },
+      [shared](size_t, http::DataSink& sink) { return StreamSession(*shared, sink).run(); },
       [shared, &state](bool) {
         shared->job->cancel();  // no-op when finished; stops generation if the stream broke
         state.metrics.add_in_flight(-1);
@@ -299,8 +312,7 @@ void stream_response(httplib::Response& res, State& state, ResponseContext ctx) 
 using Parser =
     std::function<GenerationRequest(const nlohmann::ordered_json&, const SamplingDefaults&)>;
 
-void handle_generation(const httplib::Request& req, httplib::Response& res, State& state,
-                       Parser parse) {
+void handle_generation(const http::Request& req, http::Response& res, State& state, Parser parse) {
   std::shared_ptr<const ModelRuntime> runtime = state.ready_runtime();
   nlohmann::ordered_json body = parse_body(req.body);
   // The model is checked first, so a request for another model is told that, not a schema error.
@@ -323,13 +335,13 @@ void handle_generation(const httplib::Request& req, httplib::Response& res, Stat
   if (stream) {
     stream_response(res, state, std::move(ctx));
   } else {
-    set_json(res, whole_response(ctx));
+    set_json(res, whole_response(ctx, req));
   }
 }
 
 }  // namespace
 
-void add_generation_routes(httplib::Server& http, State& state) {
+void add_generation_routes(http::Server& http, State& state) {
   // A generation that reaches the engine logs its HIT/MISS line; only rejections log here.
   add_route(http, state, "POST",
             {"/v1/chat/completions", ApiStyle::kOpenAI, true, RequestLog::kFailures},

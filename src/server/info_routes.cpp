@@ -10,7 +10,7 @@ namespace {
 
 using json = nlohmann::json;
 
-void health(const httplib::Request&, httplib::Response& res, State& state) {
+void health(const http::Request&, http::Response& res, State& state) {
   bool ready;
   {
     std::lock_guard<std::mutex> lock(state.mutex);
@@ -30,7 +30,7 @@ json model_entry(const std::string& id, int64_t context_length) {
 }
 
 // The served model, then its --model-alias names (the same model under other names).
-void models(const httplib::Request&, httplib::Response& res, State& state) {
+void models(const http::Request&, http::Response& res, State& state) {
   auto runtime = state.ready_runtime();
   const int64_t context = state.context_limit(*runtime);
   json data = json::array({model_entry(runtime->model_id, context)});
@@ -54,7 +54,7 @@ const nlohmann::ordered_json& field(const nlohmann::ordered_json& body, const ch
   return *it;
 }
 
-void tokenize(const httplib::Request& req, httplib::Response& res, State& state) {
+void tokenize(const http::Request& req, http::Response& res, State& state) {
   auto runtime = state.ready_runtime();
   auto body = parse_body(req.body);
   std::string content = field(body, "content", json::value_t::string, "a string");
@@ -71,7 +71,7 @@ void tokenize(const httplib::Request& req, httplib::Response& res, State& state)
   set_json(res, {{"tokens", tokens}});
 }
 
-void detokenize(const httplib::Request& req, httplib::Response& res, State& state) {
+void detokenize(const http::Request& req, http::Response& res, State& state) {
   auto runtime = state.ready_runtime();
   auto body = parse_body(req.body);
   const json& tokens = field(body, "tokens", json::value_t::array, "an array of token ids");
@@ -87,7 +87,7 @@ void detokenize(const httplib::Request& req, httplib::Response& res, State& stat
   set_json(res, {{"content", runtime->tokenizer->decode(ids)}});
 }
 
-void apply_template(const httplib::Request& req, httplib::Response& res, State& state) {
+void apply_template(const http::Request& req, http::Response& res, State& state) {
   auto runtime = state.ready_runtime();
   auto body = parse_body(req.body);
   GenerationRequest r = parse_chat_request(body, state.options.sampling);
@@ -106,7 +106,7 @@ void apply_template(const httplib::Request& req, httplib::Response& res, State& 
                  {"edit_points", prompt.edit_points}});
 }
 
-void count_tokens(const httplib::Request& req, httplib::Response& res, State& state) {
+void count_tokens(const http::Request& req, http::Response& res, State& state) {
   auto runtime = state.ready_runtime();
   auto body = parse_body(req.body);
   state.check_model(requested_model(body), *runtime);
@@ -124,7 +124,7 @@ void count_tokens(const httplib::Request& req, httplib::Response& res, State& st
 
 }  // namespace
 
-void add_info_routes(httplib::Server& http, State& state) {
+void add_info_routes(http::Server& http, State& state) {
   add_route(http, state, "GET", {"/health", ApiStyle::kOpenAI, false, RequestLog::kNone}, health);
   add_route(http, state, "GET", {"/v1/models", ApiStyle::kOpenAI}, models);
   add_route(http, state, "POST", {"/tokenize", ApiStyle::kOpenAI}, tokenize);

@@ -532,6 +532,7 @@ TEST_F(ApiServerTest, FullQueueIs429) {
   auto second = post("/v1/chat/completions", chat("b").dump());
   EXPECT_EQ(second->status, 429);
   EXPECT_EQ(json::parse(second->body)["error"]["type"], "rate_limit_error");
+  EXPECT_EQ(second->get_header_value("Retry-After"), "1");
   first.join();
 }
 
@@ -628,6 +629,55 @@ TEST_F(ApiServerTest, DisconnectStopsGenerationAndCallsOnInterrupted) {
           .ids.size();
   EXPECT_GT(hooks_.interrupted[0].size(), prompt);
   EXPECT_LT(hooks_.interrupted[0].size(), prompt + 200);
+}
+
+TEST_F(ApiServerTest, ANonStreamingRequestWhoseClientLeftIsCancelled) {
+  // 400 tokens at 10 ms each: 4 s if it ran to the end.
+  start({.script = std::string(400, 'z'), .decode_delay_ms = 10});
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  std::string body = chat("x").dump();
+  std::string request = "POST /v1/chat/completions HTTP/1.1\r\nAuthorization: Bearer x\r\n"
+                        "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  close(fd);
+  // The engine is free again long before the script would have ended.
+  const auto begin = std::chrono::steady_clock::now();
+  json next = post_json("/v1/chat/completions", chat("next", {{"max_tokens", 2}}));
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::milliseconds(2500));
+  std::lock_guard<std::mutex> lock(hooks_.mutex);
+  EXPECT_EQ(hooks_.generation_ends, 1);  // only the second request ran to its end
+}
+
+TEST_F(ApiServerTest, AdminRoutesAreClosedOnAPublicHostWithoutAKey) {
+  ServerOptions options;
+  options.host = "0.0.0.0";
+  start({}, options);
+  auto closed = client_->Post("/admin/cache/gc", {{"Authorization", "Bearer anything"}}, "",
+                              "application/json");
+  ASSERT_TRUE(closed);
+  EXPECT_EQ(closed->status, 403);
+  EXPECT_NE(closed->body.find("--api-key"), std::string::npos);
+  // The model routes keep the qMLX contract: any non-empty key.
+  EXPECT_EQ(client_->Get("/v1/models", {{"Authorization", "Bearer anything"}})->status, 200);
+}
+
+TEST_F(ApiServerTest, AdminRoutesOpenWithAKeyOnAPublicHost) {
+  ServerOptions options;
+  options.host = "0.0.0.0";
+  options.api_key = "secret";
+  start({}, options);
+  auto wrong = client_->Post("/admin/cache/gc", {{"Authorization", "Bearer anything"}}, "",
+                             "application/json");
+  EXPECT_EQ(wrong->status, 401);
+  auto right = client_->Post("/admin/cache/gc", {{"Authorization", "Bearer secret"}}, "",
+                             "application/json");
+  EXPECT_EQ(right->status, 404);  // opened; this test server has no cache
 }
 
 TEST_F(ApiServerTest, StopCutsInFlightRequestsAndFlushesHooks) {
