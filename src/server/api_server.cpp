@@ -216,6 +216,23 @@ ApiServer::ApiServer(ServerOptions options, MetricsRegistry& registry, ApiServer
       [&state](const http::Request& req, http::Response& res, const std::string& reason) {
         fill_transport_error(state, req, res, reason);
       });
+  // The transport's own counts: slow or hostile clients show here, not in request metrics.
+  http::Server& http = *http_;
+  registry.gauge("qmlx_http_connections", "Open connections on the API port").set_function([&http] {
+    return double(http.stats().open_connections);
+  });
+  Counter& evicted = registry.counter(
+      "qmlx_http_connections_evicted_total",
+      "Connections closed to make room for a newer one from the same address (or any, when "
+      "the total limit is reached)");
+  Counter& timed_out = registry.counter(
+      "qmlx_http_request_timeouts_total",
+      "Requests refused with 408: a head that did not arrive in time or a body that stalled");
+  registry.on_scrape([&http, &evicted, &timed_out] {
+    http::Server::Stats stats = http.stats();
+    evicted.set_total(double(stats.evicted_connections));
+    timed_out.set_total(double(stats.timed_out_connections));
+  });
   add_info_routes(*http_, state);
   add_generation_routes(*http_, state);
   add_cache_admin_routes(*http_, state);

@@ -75,9 +75,10 @@ def chat_request(text="hi", max_tokens=4, close=True):
 class Server:
     def __init__(self, name, *extra, model=None, host="127.0.0.1"):
         self.port = free_port()
+        self.metrics_port = free_port()
         self.log_path = os.path.join(WORK, name + ".log")
         args = [QMLX, "serve", "--port", str(self.port), "--host", host,
-                "--max-body-mb", "1", "--cache-config", os.path.join(WORK, "cache.json")]
+                "--max-body-mb", "1", "--metrics-port", str(self.metrics_port), "--cache-config", os.path.join(WORK, "cache.json")]
         if model:
             args += ["--model", model]
         self.process = subprocess.Popen(args + list(extra), stderr=open(self.log_path, "w"),
@@ -98,6 +99,13 @@ class Server:
     def log(self):
         with open(self.log_path) as f:
             return f.read()
+
+    def metric(self, name):
+        scrape = exchange(self.metrics_port, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n")
+        for line in scrape.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        fail("no metric " + name)
 
     def rss_peak_kib(self):
         with open("/proc/%d/status" % self.process.pid) as f:
@@ -157,7 +165,11 @@ def check_slow_heads(server):
         s.close()
     if "200 OK" not in answer or elapsed > 2.0:
         fail("/health beside 500 slow heads: %.2f s, %r" % (elapsed, answer[:80]))
-    print("ok: /health answered in %.3f s beside 500 connections dribbling heads" % elapsed)
+    evicted = server.metric("qmlx_http_connections_evicted_total")
+    if evicted < 1:
+        fail("the per-address limit evicted no slow connection")
+    print("ok: /health answered in %.3f s beside 500 connections dribbling heads (%d evicted "
+          "over the per-address limit)" % (elapsed, evicted))
 
 
 def check_chunked_body_limit(server):
