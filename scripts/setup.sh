@@ -9,7 +9,7 @@ DEBIAN_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libxxhash-dev libcli11-dev libicu-dev
   python3 python3-numpy python3-jinja2
-  curl prometheus
+  curl prometheus nginx
 )
 
 missing=()
