@@ -31,6 +31,14 @@ bool decode_meta(std::string_view text, std::string* generation, uint64_t* parts
   return *parts == (*bytes + *part_bytes - 1) / *part_bytes;
 }
 
+// Runs `command key` for every key, pipelined (one round trip however many nodes they are on).
+std::vector<RedisResult> run_per_key(RedisCluster& cluster, std::string_view command,
+                                     const std::vector<std::string>& keys) {
+  std::vector<RedisCommand> commands;
+  for (const std::string& key : keys) commands.push_back({{command, key}});
+  return cluster.run(commands);
+}
+
 size_t parts_per_round(uint64_t part_bytes) {
   return size_t(std::max<uint64_t>(1, kBytesPerRound / part_bytes));
 }
@@ -169,9 +177,7 @@ Status SharedBlobStore::get(const std::string& name, std::vector<uint8_t>* out) 
       std::vector<std::string> keys;
       for (uint64_t i = 0; i < count; ++i)
         keys.push_back(part_key(name, meta.generation, first + i));
-      std::vector<RedisCommand> commands;
-      for (const std::string& k : keys) commands.push_back({{"GET", k}});
-      std::vector<RedisResult> results = cluster_.run(commands);
+      std::vector<RedisResult> results = run_per_key(cluster_, "GET", keys);
       for (uint64_t i = 0; i < count; ++i) {
         s = check(results[i], name);
         if (!s.ok()) return s;
@@ -251,9 +257,7 @@ Status SharedBlobStore::exists_many(const std::vector<std::string>& names,
   return guarded([&]() -> Status {
     std::vector<std::string> keys;
     for (const std::string& name : names) keys.push_back(meta_key(name));
-    std::vector<RedisCommand> commands;
-    for (const std::string& k : keys) commands.push_back({{"EXISTS", k}});
-    std::vector<RedisResult> results = cluster_.run(commands);
+    std::vector<RedisResult> results = run_per_key(cluster_, "EXISTS", keys);
     for (size_t i = 0; i < results.size(); ++i) {
       Status s = check(results[i], names[i]);
       if (!s.ok()) return s;
@@ -316,9 +320,7 @@ Status SharedBlobStore::remove(const std::string& name) {
       return s;
     std::vector<std::string> keys{meta_key(name)};
     for (uint64_t i = 0; i < meta.parts; ++i) keys.push_back(part_key(name, meta.generation, i));
-    std::vector<RedisCommand> commands;
-    for (const std::string& k : keys) commands.push_back({{"UNLINK", k}});
-    for (const RedisResult& result : cluster_.run(commands)) {
+    for (const RedisResult& result : run_per_key(cluster_, "UNLINK", keys)) {
       s = check(result, name);
       if (!s.ok()) return s;
     }
@@ -339,13 +341,15 @@ Status SharedBlobStore::set_persistent(const std::string& name, bool persistent)
     if (!s.ok()) return s;
     std::vector<std::string> keys{meta_key(name)};
     for (uint64_t i = 0; i < meta.parts; ++i) keys.push_back(part_key(name, meta.generation, i));
-    const bool expire = !persistent && options_.ttl_seconds > 0;
-    std::vector<RedisCommand> commands;
-    for (const std::string& k : keys) {
-      commands.push_back(expire ? RedisCommand{{"PEXPIRE", k, ttl_ms_}}
-                                : RedisCommand{{"PERSIST", k}});
+    std::vector<RedisResult> results;
+    if (!persistent && options_.ttl_seconds > 0) {
+      std::vector<RedisCommand> commands;
+      for (const std::string& k : keys) commands.push_back({{"PEXPIRE", k, ttl_ms_}});
+      results = cluster_.run(commands);
+    } else {
+      results = run_per_key(cluster_, "PERSIST", keys);
     }
-    for (const RedisResult& result : cluster_.run(commands)) {
+    for (const RedisResult& result : results) {
       s = check(result, name);
       if (!s.ok()) return s;
     }
@@ -381,9 +385,7 @@ Status SharedBlobStore::index_read_many(const std::vector<std::string>& indexes,
   return guarded([&]() -> Status {
     std::vector<std::string> keys;
     for (const std::string& index : indexes) keys.push_back(meta_key(index));
-    std::vector<RedisCommand> commands;
-    for (const std::string& k : keys) commands.push_back({{"HGETALL", k}});
-    std::vector<RedisResult> results = cluster_.run(commands);
+    std::vector<RedisResult> results = run_per_key(cluster_, "HGETALL", keys);
     for (size_t i = 0; i < results.size(); ++i) {
       Status s = check(results[i], indexes[i]);
       if (!s.ok()) return s;

@@ -1,7 +1,8 @@
 """One chat completion at temperature 0 against a qmlx server, for the shared-tier e2e tests.
 Usage: chat.py PORT TURN [REPLY1]   (env QMLX_CHAT_HEADER="Name: value" adds one header)
 TURN 1 is a fixed long agent prompt; TURN 2 is turn 1, its reply REPLY1 and a new question.
-Prints one line: "<status> <cached tokens> <tier or -> <reply as JSON>"; status is the HTTP
+Prints one line: "<status> <cached tokens> <tier or -> <reply>", the reply as the JSON of
+[reasoning_content, content] (the tiny model may put every token in either); status is the HTTP
 status, so a failed request is visible to the caller instead of raising here."""
 import json
 import os
@@ -14,7 +15,8 @@ system = "You are a coding agent working in a large C++ repository. " * 24
 messages = [{"role": "system", "content": system},
             {"role": "user", "content": "Read src/main.cpp and explain the start-up sequence."}]
 if turn == "2":
-    messages += [{"role": "assistant", "content": json.loads(sys.argv[3])},
+    reasoning, content = json.loads(sys.argv[3])
+    messages += [{"role": "assistant", "content": content or reasoning},
                  {"role": "user", "content": "Now list the files it opens, in order."}]
 body = json.dumps({"messages": messages, "max_tokens": 12, "temperature": 0}).encode()
 headers = {"Authorization": "Bearer k", "Content-Type": "application/json"}
@@ -28,6 +30,8 @@ try:
         d = json.load(response)
         cached = d["usage"]["prompt_tokens_details"]["cached_tokens"]
         tier = d["timings"]["cache"]["tier"] or "-"
-        print(response.status, cached, tier, json.dumps(d["choices"][0]["message"]["content"]))
+        message = d["choices"][0]["message"]
+        print(response.status, cached, tier,
+              json.dumps([message.get("reasoning_content"), message.get("content")]))
 except urllib.error.HTTPError as e:
     print(e.code, 0, "-", json.dumps(e.read().decode()))

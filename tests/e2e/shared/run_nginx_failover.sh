@@ -12,27 +12,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 rm -rf "$work"
 mkdir -p "$work/nginx/logs"
-py=/usr/bin/python3
+source "$here/../cache/serve_helpers.sh"  # py, fail, free_port, wait_healthy
 cluster="$here/redis_cluster.sh"
 declare -A pids=() ports=()
 nginx_pid=""
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
 cleanup() {
   for name in "${!pids[@]}"; do kill "${pids[$name]}" 2>/dev/null || true; done
   [[ -n $nginx_pid ]] && kill "$nginx_pid" 2>/dev/null || true
   bash "$cluster" stop "$work/redis" || true
 }
 trap cleanup EXIT
-free_port() { $py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_health() {  # wait_health PORT PID LOG
-  for _ in $(seq 1 300); do
-    [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/health" || true) == 200 ]] && return 0
-    kill -0 "$2" 2>/dev/null || { cat "$3" >&2; fail "exited during start-up"; }
-    sleep 0.1
-  done
-  fail "not healthy on port $1"
-}
 
 nodes=$(bash "$cluster" start "$work/redis" 3)
 nodes_json=$($py -c 'import json,sys; print(json.dumps(sys.argv[1].split(",")))' "$nodes")
@@ -44,7 +34,7 @@ start() {  # start NAME CONFIG_JSON
   "$qmlx" serve --model "$work/model" --cache-config "$work/$1.json" --port "${ports[$1]}" \
     --api-key k 2>"$work/$1.log" &
   pids[$1]=$!
-  wait_health "${ports[$1]}" "${pids[$1]}" "$work/$1.log"
+  wait_healthy "${ports[$1]}" "${pids[$1]}" "$work/$1.log"
 }
 shared_config() {
   echo "{\"cache\": {\"disk_cache_dir\": \"$work/disk-$1\", \"chunk_tokens\": 32, \"fsync\": false,
@@ -81,9 +71,6 @@ nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' 2>"$work/ngi
 nginx_pid=$!
 for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$lb/health" && break; sleep 0.1; done
 
-served_by() {  # which server logged request number N: served_by N
-  for name in A B; do grep -q "^uid=$1 \|uid=$1 " "$work/$name.log" 2>/dev/null && echo "$name"; done
-}
 requests() { grep -c 'uid=[0-9]* \(HIT\|MISS\)' "$work/$1.log" || true; }
 
 # Stickiness: each conversation's requests all land on one server, for both header styles.
