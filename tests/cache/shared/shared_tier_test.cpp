@@ -162,7 +162,6 @@ TEST_F(SharedTierTest, PinsReachTheSharedTier) {
   EXPECT_GT(std::stol(shared_cluster().cli(0, "pttl " + key)), 0);
   ASSERT_TRUE(a->pin(id, true).ok());
   EXPECT_EQ(shared_cluster().cli(0, "pttl " + key), "-1\n");
-  const std::vector<int32_t> chain_turn(turn.begin(), turn.begin() + 16);
   const Hash128 chunk = chain_hashes(fingerprint_, turn, test::kChunkTokens)[1];
   EXPECT_EQ(shared_cluster().cli(0, "pttl '" + redis_key(*a, DiskStore::chunk_name(chunk)) + "'"),
             "-1\n");
