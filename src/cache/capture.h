@@ -33,6 +33,8 @@ struct PendingWrite {
   SealedFile sealed;                 // the same once sealed and published to the RAM tier
   std::vector<Hash128> chunk_list;   // every full chunk the snapshot names
   std::vector<PendingChunk> chunks;  // the named chunks this write must store itself
+  // Read from the shared tier and kept locally: the writer persists it but does not publish it.
+  bool from_shared = false;
 
   // Sealed and already restorable from the RAM tier: the writer only persists it.
   bool published() const { return sealed != nullptr; }

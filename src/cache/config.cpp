@@ -1,6 +1,7 @@
 #include "cache/config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <concepts>
 #include <fstream>
@@ -34,11 +35,12 @@ std::string policy_names(const std::string& separator) {
 
 class KeyReader {
  public:
-  KeyReader(const nlohmann::json& object, std::string_view source)
-      : object_(object), source_(source) {}
+  // `prefix` names the object in errors: "cache." or "cache.shared.".
+  KeyReader(const nlohmann::json& object, std::string_view source, std::string prefix)
+      : object_(object), source_(source), prefix_(std::move(prefix)) {}
 
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw Error(std::string(source_) + ": cache." + key + " " + what);
+    throw Error(std::string(source_) + ": " + prefix_ + key + " " + what);
   }
 
   void read_bool(const std::string& key, bool* out) const {
@@ -83,6 +85,18 @@ class KeyReader {
     *out = value->get<std::string>();
   }
 
+  void read_string_list(const std::string& key, std::vector<std::string>* out) const {
+    const nlohmann::json* value = find(key);
+    if (value == nullptr) return;
+    const std::string what = "must be a non-empty array of non-empty strings, got ";
+    if (!value->is_array() || value->empty()) fail(key, what + value->dump());
+    out->clear();
+    for (const nlohmann::json& item : *value) {
+      if (!item.is_string() || item.get<std::string>().empty()) fail(key, what + value->dump());
+      out->push_back(item.get<std::string>());
+    }
+  }
+
  private:
   const nlohmann::json* find(const std::string& key) const {
     auto it = object_.find(key);
@@ -90,6 +104,7 @@ class KeyReader {
   }
   const nlohmann::json& object_;
   std::string_view source_;
+  std::string prefix_;
 };
 
 void read_policy(const KeyReader& reader, const std::string& key, EvictionPolicy* out) {
@@ -105,19 +120,24 @@ void read_policy(const KeyReader& reader, const std::string& key, EvictionPolicy
   reader.fail(key, "must be one of " + policy_names(", ") + ", got \"" + name + "\"");
 }
 
-// One key of the "cache" object: the field it sets, the range it accepts and what it does.
-// The parser reads the keys from this table and `qmlx cache --help` prints it.
-using CacheField =
-    std::variant<bool CacheConfig::*, int CacheConfig::*, int64_t CacheConfig::*,
-                 double CacheConfig::*, std::string CacheConfig::*, EvictionPolicy CacheConfig::*>;
+// One key of a config object (Config: CacheConfig for "cache", SharedTierConfig for
+// "cache.shared"): the field it sets, the range it accepts and what it does. The parser reads
+// the keys from these tables and `qmlx cache --help` prints them.
+template <class Config>
+using ConfigField = std::variant<bool Config::*, int Config::*, int64_t Config::*, double Config::*,
+                                 std::string Config::*, EvictionPolicy Config::*,
+                                 std::vector<std::string> Config::*>;
 
-struct CacheKey {
+template <class Config>
+struct ConfigKey {
   const char* name;
-  CacheField field;
+  ConfigField<Config> field;
   double min = 0, max = 0;  // integers and numbers
   bool min_exclusive = false;
   const char* help = "";
 };
+using CacheKey = ConfigKey<CacheConfig>;
+using SharedKey = ConfigKey<SharedTierConfig>;
 
 constexpr int64_t kLarge = int64_t(1) << 30;
 
@@ -163,64 +183,148 @@ const CacheKey kCacheKeys[] = {
      "the most MiB of `edit_point` snapshots one request may write"},
 };
 
+const SharedKey kSharedKeys[] = {
+    {"backend", &SharedTierConfig::backend, 0, 0, false,
+     "the shared store: \"redis-cluster\" (Redis Cluster 7, Valkey, or a managed service "
+     "speaking the same protocol)"},
+    {"nodes", &SharedTierConfig::nodes, 0, 0, false,
+     "\"host:port\" of one or more cluster nodes (required); the others are discovered"},
+    {"password_env", &SharedTierConfig::password_env, 0, 0, false,
+     "the environment variable holding the AUTH password (never the password itself)"},
+    {"username_env", &SharedTierConfig::username_env, 0, 0, false,
+     "the environment variable holding the ACL user name (with password_env)"},
+    {"tls", &SharedTierConfig::tls, 0, 0, false,
+     "connect with TLS (not available in this build: Debian's hiredis has no TLS)"},
+    {"timeout_ms", &SharedTierConfig::timeout_ms, 1, 60000, false,
+     "bound on each connect, read and write; a slow or dead node costs at most this per call "
+     "until its breaker opens"},
+    {"read", &SharedTierConfig::read, 0, 0, false, "restore from the shared tier"},
+    {"write", &SharedTierConfig::write, 0, 0, false,
+     "publish every checkpoint to the shared tier (chunks already there are not sent again)"},
+    {"part_mb", &SharedTierConfig::part_mb, 1, 512, false,
+     "values are stored in parts of at most this many MiB"},
+    {"ttl_seconds", &SharedTierConfig::ttl_seconds, 0, 10ll * 365 * 24 * 3600, false,
+     "expiry of every key (0 = none; pinned snapshots never expire)"},
+    {"breaker_failures", &SharedTierConfig::breaker_failures, 1, 1000, false,
+     "failed calls in a row after which a node is skipped (its calls fail at once)"},
+    {"breaker_cooldown_ms", &SharedTierConfig::breaker_cooldown_ms, 0, 3600000, false,
+     "how long a skipped node is left alone before one call tries it again"},
+};
+
 template <class... Ts>
 struct Overloaded : Ts... {
   using Ts::operator()...;
 };
 
-void read_key(const KeyReader& reader, const CacheKey& key, CacheConfig& c) {
+template <class Config>
+void read_key(const KeyReader& reader, const ConfigKey<Config>& key, Config& c) {
   const std::string name = key.name;
-  std::visit(Overloaded{
-                 [&](bool CacheConfig::*f) { reader.read_bool(name, &(c.*f)); },
-                 // int and int64_t fields (bool takes the exact overload above).
-                 [&]<std::integral T>(T CacheConfig::*f) {
-                   int64_t v = c.*f;
-                   reader.read_int(name, int64_t(key.min), int64_t(key.max), &v);
-                   c.*f = T(v);
-                 },
-                 [&](double CacheConfig::*f) {
-                   reader.read_number(name, key.min, key.max, key.min_exclusive, &(c.*f));
-                 },
-                 [&](std::string CacheConfig::*f) {
-                   reader.read_string(name, &(c.*f));
-                   c.*f = expand_user(c.*f);
-                 },
-                 [&](EvictionPolicy CacheConfig::*f) { read_policy(reader, name, &(c.*f)); },
-             },
-             key.field);
+  std::visit(
+      Overloaded{
+          [&](bool Config::*f) { reader.read_bool(name, &(c.*f)); },
+          // int and int64_t fields (bool takes the exact overload above).
+          [&]<std::integral T>(T Config::*f) {
+            int64_t v = c.*f;
+            reader.read_int(name, int64_t(key.min), int64_t(key.max), &v);
+            c.*f = T(v);
+          },
+          [&](double Config::*f) {
+            reader.read_number(name, key.min, key.max, key.min_exclusive, &(c.*f));
+          },
+          [&](std::string Config::*f) {
+            reader.read_string(name, &(c.*f));
+            c.*f = expand_user(c.*f);
+          },
+          [&](EvictionPolicy Config::*f) { read_policy(reader, name, &(c.*f)); },
+          [&](std::vector<std::string> Config::*f) { reader.read_string_list(name, &(c.*f)); },
+      },
+      key.field);
 }
 
-std::string range(const CacheKey& key) {
+template <class Config>
+std::string range(const ConfigKey<Config>& key) {
   return std::string(key.min_exclusive ? "(" : "[") + format_number(key.min) + ", " +
          format_number(key.max) + "]";
 }
 
-ConfigKeyDoc document(const CacheKey& key, const CacheConfig& defaults) {
-  ConfigKeyDoc doc{std::string("cache.") + key.name, "", "", key.help};
+template <class Config>
+ConfigKeyDoc document(const ConfigKey<Config>& key, const Config& defaults,
+                      const std::string& prefix) {
+  ConfigKeyDoc doc{prefix + key.name, "", "", key.help};
   std::visit(Overloaded{
-                 [&](bool CacheConfig::*f) {
+                 [&](bool Config::*f) {
                    doc.values = "true|false";
                    doc.default_value = defaults.*f ? "true" : "false";
                  },
-                 [&]<std::integral T>(T CacheConfig::*f) {  // int and int64_t fields
+                 [&]<std::integral T>(T Config::*f) {  // int and int64_t fields
                    doc.values = "integer in " + range(key);
                    doc.default_value = std::to_string(defaults.*f);
                  },
-                 [&](double CacheConfig::*f) {
+                 [&](double Config::*f) {
                    doc.values = "number in " + range(key);
                    doc.default_value = format_number(defaults.*f);
                  },
-                 [&](std::string CacheConfig::*f) {
+                 [&](std::string Config::*f) {
                    doc.values = "string";
-                   doc.default_value = nlohmann::json(defaults.*f).dump();
+                   doc.default_value =
+                       (defaults.*f).empty() ? "none" : nlohmann::json(defaults.*f).dump();
                  },
-                 [&](EvictionPolicy CacheConfig::*f) {
+                 [&](EvictionPolicy Config::*f) {
                    doc.values = policy_names("|");
                    doc.default_value = "\"" + std::string(eviction_policy_name(defaults.*f)) + "\"";
+                 },
+                 [&](std::vector<std::string> Config::*f) {
+                   doc.values = "array of strings";
+                   doc.default_value = nlohmann::json(defaults.*f).dump();
                  },
              },
              key.field);
   return doc;
+}
+
+// Reads every key of the table from `object`; keys neither in it nor in `nested` are warnings.
+template <class Config, size_t N>
+void read_object(const nlohmann::json& object, std::string_view source, const std::string& prefix,
+                 const ConfigKey<Config> (&keys)[N], const std::vector<std::string>& nested,
+                 Config& config, std::vector<std::string>* warnings) {
+  KeyReader reader(object, source, prefix);
+  for (const ConfigKey<Config>& key : keys) read_key(reader, key, config);
+  for (const auto& [name, value] : object.items()) {
+    const bool known = std::any_of(std::begin(keys), std::end(keys),
+                                   [&](const ConfigKey<Config>& k) { return name == k.name; }) ||
+                       std::find(nested.begin(), nested.end(), name) != nested.end();
+    if (!known) {
+      warnings->push_back(std::string(source) + ": unknown key " + prefix + name + " ignored");
+    }
+  }
+}
+
+// What the key table's types and ranges cannot say about the shared block.
+void validate_shared(const KeyReader& reader, const SharedTierConfig& c) {
+  if (c.backend != "redis-cluster") {
+    reader.fail("backend", "must be \"redis-cluster\", got \"" + c.backend + "\"");
+  }
+  if (c.nodes.empty()) reader.fail("nodes", "is required (\"host:port\" of the cluster's nodes)");
+  for (const std::string& node : c.nodes) {
+    const size_t colon = node.rfind(':');
+    bool ok = colon != std::string::npos && colon > 0 && colon + 1 < node.size();
+    for (size_t i = colon + 1; ok && i < node.size(); ++i)
+      ok = std::isdigit((unsigned char)node[i]);
+    if (ok) {
+      const long port = std::stol(node.substr(colon + 1, 6));
+      ok = port > 0 && port < 65536;
+    }
+    if (!ok) reader.fail("nodes", "must hold \"host:port\" addresses, got \"" + node + "\"");
+  }
+  if (c.tls) {
+    reader.fail("tls",
+                "is true, but TLS is not available in this build (Debian's hiredis 0.14 "
+                "has no TLS support); reach the cluster over a trusted network or a TLS "
+                "tunnel and set tls to false");
+  }
+  if (!c.username_env.empty() && c.password_env.empty()) {
+    reader.fail("username_env", "needs password_env too (an ACL user logs in with a password)");
+  }
 }
 
 }  // namespace
@@ -254,14 +358,15 @@ ParsedCacheConfig parse_cache_config(const nlohmann::json& root, std::string_vie
   const nlohmann::json& cache = *it;
   if (!cache.is_object()) throw Error(std::string(source) + ": cache must be a JSON object");
 
-  KeyReader reader(cache, source);
-  for (const CacheKey& key : kCacheKeys) read_key(reader, key, parsed.config);
-  for (const auto& [key, value] : cache.items()) {
-    const bool known = std::any_of(std::begin(kCacheKeys), std::end(kCacheKeys),
-                                   [&](const CacheKey& k) { return key == k.name; });
-    if (!known) {
-      parsed.warnings.push_back(std::string(source) + ": unknown key cache." + key + " ignored");
-    }
+  read_object(cache, source, "cache.", kCacheKeys, {"shared"}, parsed.config, &parsed.warnings);
+  auto shared = cache.find("shared");
+  if (shared != cache.end()) {
+    if (!shared->is_object())
+      throw Error(std::string(source) + ": cache.shared must be a JSON object");
+    SharedTierConfig& config = parsed.config.shared;
+    read_object(*shared, source, "cache.shared.", kSharedKeys, {}, config, &parsed.warnings);
+    validate_shared(KeyReader(*shared, source, "cache.shared."), config);
+    config.enabled = true;
   }
   return parsed;
 }
@@ -269,7 +374,10 @@ ParsedCacheConfig parse_cache_config(const nlohmann::json& root, std::string_vie
 std::vector<ConfigKeyDoc> cache_config_keys() {
   const CacheConfig defaults = CacheConfig::defaults();
   std::vector<ConfigKeyDoc> docs;
-  for (const CacheKey& key : kCacheKeys) docs.push_back(document(key, defaults));
+  for (const CacheKey& key : kCacheKeys) docs.push_back(document(key, defaults, "cache."));
+  for (const SharedKey& key : kSharedKeys) {
+    docs.push_back(document(key, defaults.shared, "cache.shared."));
+  }
   return docs;
 }
 

@@ -19,6 +19,25 @@ enum class EvictionPolicy { kUnmatchableFirst, kLru, kOldest };
 
 std::string_view eviction_policy_name(EvictionPolicy policy);
 
+// The `shared` object inside `cache`: the tier several servers share (Redis Cluster).
+struct SharedTierConfig {
+  bool enabled = false;  // the `shared` object is present
+  std::string backend = "redis-cluster";
+  std::vector<std::string> nodes;  // "host:port" seeds; the other nodes are discovered
+  std::string password_env;        // the environment variable holding the password ("" = none)
+  std::string username_env;        // the environment variable holding the ACL user ("" = none)
+  bool tls = false;
+  int64_t timeout_ms = 250;             // each connect, read and write
+  bool read = true;                     // restore from the shared tier
+  bool write = true;                    // publish every checkpoint to it
+  int64_t part_mb = 8;                  // values are split into parts of at most this many MiB
+  int64_t ttl_seconds = 7 * 24 * 3600;  // 0: keys never expire (maxmemory may still evict)
+  int64_t breaker_failures = 3;         // failed calls in a row before a node is skipped
+  int64_t breaker_cooldown_ms = 5000;   // how long a skipped node is left alone
+
+  uint64_t part_bytes() const { return uint64_t(part_mb) << 20; }
+};
+
 struct CacheConfig {
   bool memory_prefix_cache = true;
   bool disk_kv_cache = true;
@@ -41,6 +60,7 @@ struct CacheConfig {
   // recurrent state plus under one chunk of K/V). 0 = off.
   int64_t edit_point_checkpoints = 4;
   int64_t edit_point_max_mb = 1024;
+  SharedTierConfig shared;
 
   // Sizes in bytes of the caps above.
   uint64_t disk_cap_bytes() const { return uint64_t(disk_cache_max_gb * (1ull << 30)); }
@@ -48,7 +68,7 @@ struct CacheConfig {
   uint64_t guard_margin_bytes() const { return uint64_t(guard_margin_mb) << 20; }
   uint64_t edit_point_max_bytes() const { return uint64_t(edit_point_max_mb) << 20; }
   // Neither tier on: nothing at all is reused between requests (the cold baseline).
-  bool enabled() const { return memory_prefix_cache || disk_kv_cache; }
+  bool enabled() const { return memory_prefix_cache || disk_kv_cache || shared.enabled; }
 
   static CacheConfig defaults();
 };

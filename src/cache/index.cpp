@@ -107,14 +107,15 @@ std::vector<ResumePoint> CacheIndex::resume_points(std::span<const int32_t> prom
       const Hash128 id =
           position == full ? chain[j] : chain_next(chain[j], prompt.subspan(full, position - full));
       if (id != entry.header.id || !chunks_present(entry)) continue;
-      points.push_back({position, true, id, entry.header.kind});
+      points.push_back(ResumePoint::snapshot(position, id, entry.header.kind));
     }
   }
   if (!hybrid_) {
     // Chunks carry no logits, so a boundary at the prompt's full length is not usable.
     const int64_t usable = shared_chunks(chain);
     for (int64_t j = usable; j >= 1; --j) {
-      if (j * chunk_tokens_ < length) points.push_back({j * chunk_tokens_, false, chain[j]});
+      if (j * chunk_tokens_ < length)
+        points.push_back(ResumePoint::boundary(j * chunk_tokens_, chain[j]));
     }
   }
   std::stable_sort(points.begin(), points.end(), [](const ResumePoint& a, const ResumePoint& b) {

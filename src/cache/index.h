@@ -37,6 +37,25 @@ struct ResumePoint {
   bool is_snapshot = false;
   Hash128 id;  // the snapshot's id, or the chain hash of the last chunk
   SnapshotKind kind = SnapshotKind::kInterval;  // snapshots only
+  // Found in the shared tier's index, not the local one; base: its chain hash below position.
+  bool from_shared = false;
+  Hash128 base;
+
+  static ResumePoint snapshot(int64_t position, const Hash128& id, SnapshotKind kind) {
+    ResumePoint p;
+    p.position = position;
+    p.is_snapshot = true;
+    p.id = id;
+    p.kind = kind;
+    return p;
+  }
+  // A chunk boundary (id: the chain hash of the chunk ending there; empty: a live session).
+  static ResumePoint boundary(int64_t position, const Hash128& id) {
+    ResumePoint p;
+    p.position = position;
+    p.id = id;
+    return p;
+  }
 };
 
 class CacheIndex {

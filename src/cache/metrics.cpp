@@ -25,11 +25,32 @@ uint64_t CacheStats::dropped_total() const {
   return total;
 }
 
+namespace {
+
+nlohmann::json histogram_json(const Histogram& h) {
+  return nlohmann::json{
+      {"upper_bounds", h.upper_bounds}, {"counts", h.counts}, {"sum", h.sum}, {"count", h.count}};
+}
+
+}  // namespace
+
+nlohmann::json SharedTierStats::to_json() const {
+  return nlohmann::json{{"enabled", enabled},
+                        {"breaker_open", breaker_open},
+                        {"breaker_opens", breaker_opens},
+                        {"lookups", lookups},
+                        {"hits", hits},
+                        {"bytes_read", bytes_read},
+                        {"bytes_written", bytes_written},
+                        {"blobs_written", blobs_written},
+                        {"chunks_skipped", chunks_skipped},
+                        {"corrupt_deleted", corrupt_deleted},
+                        {"errors", errors},
+                        {"call_seconds", histogram_json(call_seconds)}};
+}
+
 nlohmann::json CacheStats::to_json() const {
-  auto histogram = [](const Histogram& h) {
-    return nlohmann::json{
-        {"upper_bounds", h.upper_bounds}, {"counts", h.counts}, {"sum", h.sum}, {"count", h.count}};
-  };
+  const auto& histogram = histogram_json;
   return nlohmann::json{{"hits", hits},
                         {"misses", misses},
                         {"cached_tokens", cached_tokens},
@@ -48,7 +69,8 @@ nlohmann::json CacheStats::to_json() const {
                         {"evictions", evictions},
                         {"divergences", divergences},
                         {"quarantined", quarantined},
-                        {"leftovers_removed", leftovers_removed}};
+                        {"leftovers_removed", leftovers_removed},
+                        {"shared", shared.to_json()}};
 }
 
 void CacheMetrics::count_hit(int64_t cached_tokens, const std::string& tier) {

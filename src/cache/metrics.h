@@ -26,6 +26,24 @@ struct Histogram {
 
 using LabeledCounts = std::map<std::string, uint64_t>;
 
+// The shared tier (Redis Cluster) seen from one server: its calls, bytes, errors and breaker.
+struct SharedTierStats {
+  bool enabled = false;
+  bool breaker_open = false;
+  uint64_t breaker_opens = 0;
+  uint64_t lookups = 0;  // restores that probed the shared tier for resume points
+  uint64_t hits = 0;     // restores that read at least one file from it
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
+  uint64_t blobs_written = 0;
+  uint64_t chunks_skipped = 0;   // chunks already in the shared tier, not sent again
+  uint64_t corrupt_deleted = 0;  // values that failed verification, deleted from the tier
+  LabeledCounts errors;          // by kind: io, redis, breaker_open
+  Histogram call_seconds = Histogram::seconds();
+
+  nlohmann::json to_json() const;
+};
+
 struct CacheStats {
   uint64_t hits = 0;
   LabeledCounts misses;         // by reason: no_candidate, rejected, disabled
@@ -46,6 +64,7 @@ struct CacheStats {
   uint64_t divergences = 0;
   uint64_t quarantined = 0;
   uint64_t leftovers_removed = 0;
+  SharedTierStats shared;
 
   uint64_t dropped_total() const;
   nlohmann::json to_json() const;

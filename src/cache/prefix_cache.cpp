@@ -68,6 +68,7 @@ PrefixCache::PrefixCache(const CacheConfig& config, const Hash128& fingerprint,
     memory_ = std::make_unique<MemoryTier>(config_.memory_cap_bytes());
   }
   if (config_.disk_kv_cache) open_store();
+  if (config_.shared.enabled) shared_ = std::make_unique<SharedTier>(config_.shared, fingerprint_);
   writer_ = std::make_unique<SnapshotWriter>(
       size_t(config_.writer_queue_capacity), [this](PendingWrite& w) { commit(w); },
       [this](const PendingWrite&) { metrics_.count_dropped("queue_full"); });
@@ -146,13 +147,37 @@ RestoreOutcome PrefixCache::restore_point(const ResumePoint& point, std::span<co
                          config_.chunk_tokens,
                          config_.token_blob_checksum,
                          default_pool().size()};
+  const bool allow_shared = shared_ && shared_->reads();
+  std::mutex shared_mutex;  // chunks are fetched in parallel
+  std::vector<std::pair<std::string, SharedBytes>> from_shared;
   RestoreOutcome outcome = qmlx::restore_point(
-      request, [this](const std::string& name) { return fetch(name); }, sink);
+      request,
+      [&](const std::string& name) {
+        FetchedFile file = fetch(name, allow_shared);
+        if (file.from_shared && file.status.ok()) {
+          std::lock_guard<std::mutex> lock(shared_mutex);
+          from_shared.emplace_back(name, file.bytes);
+        }
+        return file;
+      },
+      sink);
   if (!outcome.ok) {
     metrics_.count_reject(reject_reason_name(outcome.reason));
     log_warn("cache: rejected resume point at " + std::to_string(point.position) + " (" +
              reject_reason_name(outcome.reason) + "): " + outcome.detail);
-    if (!outcome.bad_file.empty()) quarantine(outcome.bad_file);
+    const bool bad_from_shared =
+        std::any_of(from_shared.begin(), from_shared.end(),
+                    [&](const auto& file) { return file.first == outcome.bad_file; });
+    if (!outcome.bad_file.empty()) quarantine(outcome.bad_file, bad_from_shared);
+    // A shared snapshot that is gone or bad leaves its index entry stale: drop it.
+    if (point.from_shared && point.is_snapshot &&
+        (outcome.reason == RejectReason::kPartial ||
+         outcome.bad_file == DiskStore::snapshot_name(point.id))) {
+      shared_->forget(point.base, point.id);
+    }
+  } else if (!from_shared.empty()) {
+    shared_->store().count_hit();
+    adopt_from_shared(point, from_shared);
   }
   return outcome;
 }
@@ -168,11 +193,26 @@ RestoreResult PrefixCache::restore(std::span<const int32_t> prompt, StateSink& s
   int64_t live = std::clamp<int64_t>(options.live, 0, int64_t(prompt.size()));
   const auto start = Clock::now();
   std::vector<ResumePoint> points = lookup(prompt);
+  if (shared_ && shared_->reads()) {
+    for (const ResumePoint& remote : shared_->resume_points(
+             prompt, fingerprint_, config_.chunk_tokens, layout_.has_recurrent_state())) {
+      const bool local = std::any_of(points.begin(), points.end(), [&](const ResumePoint& p) {
+        return p.id == remote.id && p.is_snapshot == remote.is_snapshot;
+      });
+      if (!local) points.push_back(remote);
+    }
+    // Deepest first; at one position a snapshot before a chunk boundary, local before shared.
+    std::stable_sort(points.begin(), points.end(), [](const ResumePoint& a, const ResumePoint& b) {
+      if (a.position != b.position) return a.position > b.position;
+      if (a.is_snapshot != b.is_snapshot) return a.is_snapshot;
+      return !a.from_shared && b.from_shared;
+    });
+  }
   result.lookup_seconds = seconds_since(start);
   bool evicted = false;
   for (const ResumePoint& point : points) {
     if (point.position <= live) break;  // the sink already holds as much: nothing to read
-    if (!still_indexed(point)) {        // dropped with a chunk quarantined just now
+    if (!point.from_shared && !still_indexed(point)) {  // dropped with a chunk quarantined now
       evicted = true;
       continue;
     }
@@ -189,19 +229,23 @@ RestoreResult PrefixCache::restore(std::span<const int32_t> prompt, StateSink& s
     result.hit = true;
     result.point = point;
     result.cached_tokens = point.position;
-    result.tier = outcome.all_from_memory ? "ram" : "disk";
+    result.tier = outcome.any_from_shared ? "shared" : outcome.all_from_memory ? "ram" : "disk";
     break;
   }
   if (!result.hit && live > 0) {
     result.hit = true;
-    result.point = ResumePoint{live, false, {}};
+    result.point = ResumePoint::boundary(live, Hash128{});
     result.cached_tokens = live;
     result.tier = kSessionTier;
   }
   if (result.hit && result.tier != kSessionTier) touch(result.point, result.point.position);
   if (!result.hit) {
     sink.reset(0);
-    result.miss_reason = points.empty() ? "no_candidate" : "rejected";
+    const bool all_partial =
+        !result.rejected.empty() &&
+        std::all_of(result.rejected.begin(), result.rejected.end(),
+                    [](const RejectedCandidate& r) { return r.reason == RejectReason::kPartial; });
+    result.miss_reason = points.empty() ? "no_candidate" : all_partial ? "partial" : "rejected";
   }
   if (options.quiet) return result;
   if (result.hit) {
@@ -240,22 +284,83 @@ void PrefixCache::touch(const ResumePoint& point, int64_t position) {
   }
 }
 
-FetchedFile PrefixCache::fetch(const std::string& name) {
+FetchedFile PrefixCache::fetch(const std::string& name, bool allow_shared) {
   FetchedFile file;
   if (memory_ && (file.bytes = memory_->get(name))) {
     file.from_memory = true;
     return file;
   }
-  if (!disk_) {
-    file.status = Status::NotFound(name + ": not in the memory tier");
-    return file;
+  file.status = Status::NotFound(name + ": not in the memory tier");
+  if (disk_) {
+    auto bytes = std::make_shared<std::vector<uint8_t>>();
+    file.status = disk_->blobs().get(name, bytes.get());
+    if (file.status.ok()) {
+      file.bytes = bytes;
+      if (memory_) remember_in_memory(name, file.bytes);
+      return file;
+    }
   }
+  if (!allow_shared) return file;
+  // Not kept in the RAM tier yet: these bytes are unverified until the restore succeeds.
   auto bytes = std::make_shared<std::vector<uint8_t>>();
-  file.status = disk_->blobs().get(name, bytes.get());
-  if (!file.status.ok()) return file;
-  file.bytes = bytes;
-  if (memory_) remember_in_memory(name, file.bytes);
+  file.status = shared_->store().get(name, bytes.get());
+  if (file.status.ok()) file.bytes = bytes;
+  file.from_shared = true;
   return file;
+}
+
+void PrefixCache::adopt_from_shared(const ResumePoint& point,
+                                    const std::vector<std::pair<std::string, SharedBytes>>& files) {
+  if (!point.is_snapshot) return;  // attention-only boundaries stay in the shared tier
+  PendingWrite write;
+  write.from_shared = true;
+  const std::string snapshot = DiskStore::snapshot_name(point.id);
+  for (const auto& [name, bytes] : files) {
+    if (name == snapshot) {
+      write.sealed = bytes;
+      continue;
+    }
+    PendingChunk chunk;
+    if (!decode_chunk_header(*bytes, bytes->size(), &chunk.header).ok()) return;
+    chunk.sealed = bytes;
+    write.chunks.push_back(std::move(chunk));
+  }
+  if (!write.sealed) {  // the snapshot was local, only chunks came from the shared tier
+    std::lock_guard<std::mutex> lock(mutex_);
+    const SnapshotEntry* entry = index_.snapshot(point.id);
+    if (entry == nullptr) return;
+    write.header = entry->header;
+    write.chunk_list = entry->chunks;
+    write.sealed = memory_ ? memory_->get(snapshot) : nullptr;
+    if (!write.sealed) return;
+  } else {
+    const std::vector<uint8_t>& file = *write.sealed;
+    if (!decode_snapshot_header(file, file.size(), &write.header).ok()) return;
+    const SectionRef& list = write.header.sections[kChunkList];
+    write.chunk_list =
+        decode_chunk_list(std::span<const uint8_t>(file).subspan(list.offset, list.size));
+  }
+  writer_->submit(std::move(write));
+}
+
+void PrefixCache::publish_shared(const PendingWrite& write, const SealedFile& snapshot) {
+  if (!shared_ || !shared_->writes() || write.from_shared) return;
+  auto chunk_bytes = [&](const Hash128& h) -> SealedFile {
+    for (const PendingChunk& chunk : write.chunks) {
+      if (chunk.header.chain_hash == h && chunk.sealed) return chunk.sealed;
+    }
+    if (memory_) {
+      if (SharedBytes bytes = memory_->get(DiskStore::chunk_name(h))) return bytes;
+    }
+    auto bytes = std::make_shared<std::vector<uint8_t>>();
+    if (disk_ && disk_->get_chunk(h, bytes.get()).ok()) return bytes;
+    return nullptr;
+  };
+  Status s = shared_->publish(write.header, write.chunk_list, snapshot, chunk_bytes);
+  if (!s.ok()) {
+    metrics_.count_dropped("shared");
+    log_warn("cache: checkpoint not published to the shared tier: " + s.ToString());
+  }
 }
 
 void PrefixCache::remember_in_memory(const std::string& name, SharedBytes bytes) {
@@ -282,8 +387,9 @@ void PrefixCache::forget_memory_only(const std::vector<std::string>& names) {
   }
 }
 
-void PrefixCache::quarantine(const std::string& name) {
+void PrefixCache::quarantine(const std::string& name, bool from_shared) {
   if (memory_) memory_->remove(name);
+  if (from_shared) shared_->store().quarantine(name);  // deleted there and counted
   bool is_chunk = false;
   std::optional<Hash128> h = DiskStore::hash_of_name(name, &is_chunk);
   uint64_t bytes = 0;
@@ -318,7 +424,7 @@ void PrefixCache::check_chunks(const std::vector<Hash128>& chunks) {
       if (!index_.has_chunk(h)) continue;
     }
     const std::string name = DiskStore::chunk_name(h);
-    FetchedFile file = fetch(name);
+    FetchedFile file = fetch(name, false);
     if (!file.status.ok()) continue;  // an I/O error says nothing about the bytes
     ChunkHeader header;
     Status s = verify_chunk(*file.bytes, h, &header);
@@ -420,8 +526,11 @@ bool PrefixCache::commit_chunks(PendingWrite& write) {
     SealedFile bytes;
     for (PendingChunk& chunk : write.chunks) {
       if (chunk.header.chain_hash != h) continue;
-      bytes = chunk.sealed ? chunk.sealed
-                           : std::make_shared<const std::vector<uint8_t>>(std::move(chunk.file));
+      // Kept in the write: publish_shared() sends it to the shared tier after the commit.
+      if (!chunk.sealed) {
+        chunk.sealed = std::make_shared<const std::vector<uint8_t>>(std::move(chunk.file));
+      }
+      bytes = chunk.sealed;
     }
     if (!bytes && indexed && memory_) bytes = memory_->get(DiskStore::chunk_name(h));
     if (!bytes) {
@@ -452,6 +561,7 @@ void PrefixCache::commit(PendingWrite& write) {
   const std::string kind(snapshot_kind_name(write.header.kind));
   if (write.published()) {
     if (!disk_) {
+      publish_shared(write, write.sealed);
       metrics_.observe_write(kind, seconds_since(start));  // it lives in the RAM tier only
       return;
     }
@@ -488,6 +598,7 @@ void PrefixCache::commit(PendingWrite& write) {
         SnapshotEntry{header, write.chunk_list, bytes->size(), used, pinned, disk_ != nullptr});
   }
   if (memory_ && !write.published()) remember_in_memory(DiskStore::snapshot_name(id), bytes);
+  publish_shared(write, bytes);
   metrics_.observe_write(kind, seconds_since(start));
   evict_if_needed(false);
 }
@@ -688,10 +799,18 @@ Status PrefixCache::pin(const Hash128& id, bool pinned) {
     Status s = disk_->set_pinned(id, pinned);
     if (!s.ok()) return s;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  SnapshotEntry* entry = index_.snapshot(id);
-  if (entry == nullptr) return Status::NotFound("snapshot " + id.hex());
-  entry->pinned = pinned;
+  std::vector<Hash128> chunks;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    SnapshotEntry* entry = index_.snapshot(id);
+    if (entry == nullptr) return Status::NotFound("snapshot " + id.hex());
+    entry->pinned = pinned;
+    chunks = entry->chunks;
+  }
+  if (shared_ && shared_->writes()) {
+    Status s = shared_->pin(id, chunks, pinned);
+    if (!s.ok()) log_warn("cache: pin did not reach the shared tier: " + s.ToString());
+  }
   return Status::Ok();
 }
 
@@ -750,6 +869,7 @@ CacheStats PrefixCache::stats() const {
   stats.disk_cache_snapshots = index_.snapshots().size();
   stats.disk_cache_chunks = index_.chunks().size();
   stats.memory_cache_bytes = memory_ ? memory_->bytes() : 0;
+  if (shared_) stats.shared = shared_->store().stats();
   return stats;
 }
 

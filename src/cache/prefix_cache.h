@@ -1,6 +1,6 @@
 // PrefixCache: the cache as the engine and server see it, for one loaded model (one
-// fingerprint). It ties the tiers (RAM LRU, disk store), the index, the background writer,
-// eviction, the restore guard and the metrics together:
+// fingerprint). It ties the tiers (RAM LRU, disk store, shared Redis Cluster), the index, the
+// background writer, eviction, the restore guard and the metrics together:
 //   restore(prompt, sink)   deepest verified resume point installed into a Session, or a miss
 //                           with reasons (candidates tried in order, corrupt files quarantined)
 //   capture(source, tokens, kind)   a checkpoint copied now and written in the background
@@ -27,6 +27,7 @@
 #include "cache/metrics.h"
 #include "cache/restore_guard.h"
 #include "cache/restorer.h"
+#include "cache/shared_tier.h"
 #include "cache/verify.h"
 #include "cache/writer.h"
 
@@ -54,9 +55,10 @@ struct RestoreOptions {
 struct RestoreResult {
   bool hit = false;
   int64_t cached_tokens = 0;
-  std::string tier;         // "ram", "disk" or "session" on a hit
-  std::string miss_reason;  // "disabled", "no_candidate" or "rejected" on a miss
-  ResumePoint point;        // the one restored
+  std::string tier;  // "ram", "disk", "shared" or "session" on a hit
+  // "disabled", "no_candidate", "rejected", or "partial" (every candidate had files gone).
+  std::string miss_reason;
+  ResumePoint point;  // the one restored
   std::vector<RejectedCandidate> rejected;
   double lookup_seconds = 0;
   double read_seconds = 0;
@@ -155,10 +157,16 @@ class PrefixCache {
   void commit(PendingWrite& write);
   bool commit_chunks(PendingWrite& write);
   void count_write_error(const Status& s);
-  FetchedFile fetch(const std::string& name);
+  FetchedFile fetch(const std::string& name, bool allow_shared);
+  // Hands what a restore read from the shared tier to the writer, to be kept on local disk.
+  void adopt_from_shared(const ResumePoint& point,
+                         const std::vector<std::pair<std::string, SharedBytes>>& files);
+  // Publishes a committed checkpoint to the shared tier (on the writer thread).
+  void publish_shared(const PendingWrite& write, const SealedFile& snapshot);
   void remember_in_memory(const std::string& name, SharedBytes bytes);
   void forget_memory_only(const std::vector<std::string>& names);
-  void quarantine(const std::string& name);
+  // from_shared: the bad bytes came from the shared tier, which deletes them.
+  void quarantine(const std::string& name, bool from_shared = false);
   void check_chunks(const std::vector<Hash128>& chunks);
   void drop_snapshots_naming(const Hash128& chunk);
   void touch(const ResumePoint& point, int64_t position);
@@ -176,6 +184,7 @@ class PrefixCache {
   Env* env_;
   std::unique_ptr<DiskStore> disk_;
   std::unique_ptr<MemoryTier> memory_;
+  std::unique_ptr<SharedTier> shared_;
   mutable std::mutex mutex_;  // guards index_ and the byte counters below
   CacheIndex index_;
   uint64_t quarantine_bytes_ = 0;

@@ -25,6 +25,11 @@ RejectReason reason_of(const Status& s) {
   return RejectReason::kFormat;
 }
 
+// A file that could not be read: gone (a clean, partial miss) or unreadable.
+RejectReason fetch_failure(const Status& s) {
+  return s.code() == Status::Code::kNotFound ? RejectReason::kPartial : RejectReason::kIo;
+}
+
 bool same_tokens(std::span<const uint8_t> stored, std::span<const int32_t> prompt) {
   return stored.size() == prompt.size_bytes() &&
          std::memcmp(stored.data(), prompt.data(), stored.size()) == 0;
@@ -64,11 +69,14 @@ class Restore {
 
   FetchedFile fetch(const std::string& name) {
     FetchedFile file = fetch_(name);
-    if (file.status.ok()) {
-      out_.bytes_read += file.bytes->size();
-      if (!file.from_memory) out_.all_from_memory = false;
-    }
+    if (file.status.ok()) count_read(file);
     return file;
+  }
+
+  void count_read(const FetchedFile& file) {
+    out_.bytes_read += file.bytes->size();
+    if (!file.from_memory) out_.all_from_memory = false;
+    if (file.from_shared) out_.any_from_shared = true;
   }
 
   bool load_snapshot() {
@@ -76,7 +84,7 @@ class Restore {
     auto start = Clock::now();
     FetchedFile file = fetch(name);
     out_.read_seconds += seconds_since(start);
-    if (!file.status.ok()) return reject(RejectReason::kIo, file.status.ToString(), "");
+    if (!file.status.ok()) return reject(fetch_failure(file.status), file.status.ToString(), "");
     start = Clock::now();
     snapshot_ = file.bytes;
     bool ok = verify_snapshot(name);
@@ -137,10 +145,9 @@ class Restore {
     out_.read_seconds += seconds_since(start);
     for (size_t i = 0; i < count; ++i) {
       if (!files[i].status.ok()) {
-        return reject(RejectReason::kIo, files[i].status.ToString(), "");
+        return reject(fetch_failure(files[i].status), files[i].status.ToString(), "");
       }
-      out_.bytes_read += files[i].bytes->size();
-      if (!files[i].from_memory) out_.all_from_memory = false;
+      count_read(files[i]);
     }
     start = Clock::now();
     default_pool().parallel_for(count, [&](size_t begin, size_t end) {
@@ -238,6 +245,8 @@ const char* reject_reason_name(RejectReason reason) {
       return "io";
     case RejectReason::kFormat:
       return "format";
+    case RejectReason::kPartial:
+      return "partial";
   }
   return "?";
 }

@@ -18,15 +18,17 @@
 
 namespace qmlx {
 
-enum class RejectReason { kNone, kChecksum, kTokens, kFingerprint, kGuard, kIo, kFormat };
+// kPartial: a file of the resume point is gone (evicted from a tier since it was indexed).
+enum class RejectReason { kNone, kChecksum, kTokens, kFingerprint, kGuard, kIo, kFormat, kPartial };
 const char* reject_reason_name(RejectReason reason);
 
 struct FetchedFile {
   Status status;
   SharedBytes bytes;
   bool from_memory = false;
+  bool from_shared = false;
 };
-// Returns the bytes of a store file by its DiskStore name (RAM tier first, then disk).
+// Returns the bytes of a store file by its DiskStore name (RAM tier, then disk, then shared).
 using FileFetcher = std::function<FetchedFile(const std::string& name)>;
 
 struct RestoreRequest {
@@ -45,6 +47,7 @@ struct RestoreOutcome {
   std::string bad_file;  // the store name of the file that failed verification, if any
   uint64_t bytes_read = 0;
   bool all_from_memory = true;
+  bool any_from_shared = false;
   // A failed attempt that had already reset the sink: whatever it held before is gone.
   bool sink_cleared = false;
   double read_seconds = 0;

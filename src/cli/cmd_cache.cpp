@@ -13,6 +13,7 @@
 #include "base/process.h"
 #include "cache/admin.h"
 #include "cache/config.h"
+#include "cache/shared_tier.h"
 #include "cli/command.h"
 #include "server/options.h"
 
@@ -111,15 +112,37 @@ int verify_snapshots(CacheAdmin& admin, const CacheOptions& o) {
   return failed == 0 ? 0 : 1;
 }
 
+// The shared tier's holdings for every fingerprint stored locally (none without `shared`).
+nlohmann::json shared_stats(const CacheConfig& config, const std::vector<StoreSummary>& stores) {
+  if (!config.shared.enabled) return nullptr;
+  nlohmann::json out = {{"backend", config.shared.backend},
+                        {"nodes", config.shared.nodes},
+                        {"stores", nlohmann::json::array()}};
+  for (const StoreSummary& s : stores) {
+    SharedTier tier(config.shared, s.fingerprint);
+    SharedTier::Summary summary;
+    Status status = tier.summarize(&summary);
+    nlohmann::json store = {{"fingerprint", s.fingerprint.hex()},
+                            {"snapshots", summary.snapshots},
+                            {"chunks", summary.chunks},
+                            {"bytes", summary.bytes}};
+    if (!status.ok()) store["error"] = status.ToString();
+    out["stores"].push_back(store);
+  }
+  return out;
+}
+
 int print_stats(CacheAdmin& admin, const CacheConfig& config, const CacheOptions& o) {
   std::vector<StoreSummary> stores = admin.stores();
   uint64_t total = 0;
   for (const StoreSummary& s : stores) total += s.bytes;
+  const nlohmann::json shared = shared_stats(config, stores);
   if (o.json) {
     nlohmann::json out = {{"dir", config.disk_cache_dir},
                           {"bytes", total},
                           {"cap_bytes", config.disk_cap_bytes()},
-                          {"stores", nlohmann::json::array()}};
+                          {"stores", nlohmann::json::array()},
+                          {"shared", shared}};
     for (const StoreSummary& s : stores) out["stores"].push_back(s.to_json());
     print_json(out);
     return 0;
@@ -132,6 +155,16 @@ int print_stats(CacheAdmin& admin, const CacheConfig& config, const CacheOptions
     std::printf("%-32s  %9zu  %7zu  %6zu  %10s  %10s\n", s.fingerprint.hex().c_str(), s.snapshots,
                 s.chunks, s.pinned, human_bytes(s.bytes).c_str(),
                 human_bytes(s.quarantine_bytes).c_str());
+  }
+  if (shared.is_null()) return 0;
+  std::printf("shared tier: %s %s\n", config.shared.backend.c_str(),
+              shared["nodes"].dump().c_str());
+  std::printf("%-32s  %9s  %7s  %10s\n", "FINGERPRINT", "SNAPSHOTS", "CHUNKS", "BYTES");
+  for (const nlohmann::json& s : shared["stores"]) {
+    std::printf("%-32s  %9zu  %7zu  %10s%s\n", s["fingerprint"].get<std::string>().c_str(),
+                s["snapshots"].get<size_t>(), s["chunks"].get<size_t>(),
+                human_bytes(s["bytes"].get<uint64_t>()).c_str(),
+                s.contains("error") ? ("  " + s["error"].get<std::string>()).c_str() : "");
   }
   return 0;
 }
@@ -186,7 +219,7 @@ int run_cache(int argc, char** argv) {
       {"pin", "never evict a snapshot", 2},
       {"unpin", "make a snapshot evictable again", 2},
       {"rm", "delete a snapshot", 2},
-      {"stats", "bytes, snapshots and chunks per model fingerprint", 0},
+      {"stats", "bytes, snapshots and chunks per model fingerprint (and in the shared tier)", 0},
       {"clear", "delete the whole disk cache", 0},
       {"gc", "delete quarantined and unreferenced files, evict down to the cap", 0}};
   for (const Action& a : actions) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <tuple>
 
 #include "base/error.h"
 
@@ -85,15 +86,35 @@ TEST(CacheConfig, ReadsEveryKey) {
 TEST(CacheConfig, DocumentedKeysAreTheKeysItReads) {
   std::vector<std::string> documented;
   for (const ConfigKeyDoc& key : cache_config_keys()) documented.push_back(key.name);
-  EXPECT_EQ(documented,
-            (std::vector<std::string>{
-                "cache.memory_prefix_cache", "cache.disk_kv_cache", "cache.disk_cache_dir",
-                "cache.disk_cache_max_gb", "cache.checkpoint_interval_tokens",
-                "cache.eviction_policy", "cache.restore_guard_enabled", "cache.token_blob_checksum",
-                "cache.chunk_tokens", "cache.prefill_checkpoint_tokens",
-                "cache.memory_cache_max_mb", "cache.low_water_fraction", "cache.guard_margin_mb",
-                "cache.fsync", "cache.writer_queue_capacity", "cache.edit_point_checkpoints",
-                "cache.edit_point_max_mb"}));
+  EXPECT_EQ(documented, (std::vector<std::string>{"cache.memory_prefix_cache",
+                                                  "cache.disk_kv_cache",
+                                                  "cache.disk_cache_dir",
+                                                  "cache.disk_cache_max_gb",
+                                                  "cache.checkpoint_interval_tokens",
+                                                  "cache.eviction_policy",
+                                                  "cache.restore_guard_enabled",
+                                                  "cache.token_blob_checksum",
+                                                  "cache.chunk_tokens",
+                                                  "cache.prefill_checkpoint_tokens",
+                                                  "cache.memory_cache_max_mb",
+                                                  "cache.low_water_fraction",
+                                                  "cache.guard_margin_mb",
+                                                  "cache.fsync",
+                                                  "cache.writer_queue_capacity",
+                                                  "cache.edit_point_checkpoints",
+                                                  "cache.edit_point_max_mb",
+                                                  "cache.shared.backend",
+                                                  "cache.shared.nodes",
+                                                  "cache.shared.password_env",
+                                                  "cache.shared.username_env",
+                                                  "cache.shared.tls",
+                                                  "cache.shared.timeout_ms",
+                                                  "cache.shared.read",
+                                                  "cache.shared.write",
+                                                  "cache.shared.part_mb",
+                                                  "cache.shared.ttl_seconds",
+                                                  "cache.shared.breaker_failures",
+                                                  "cache.shared.breaker_cooldown_ms"}));
   for (const ConfigKeyDoc& key : cache_config_keys()) {
     EXPECT_FALSE(key.values.empty() || key.default_value.empty() || key.help.empty()) << key.name;
   }
@@ -127,6 +148,69 @@ TEST(CacheConfig, EveryBadValueNamesItsKey) {
     EXPECT_NE(message.find("cache." + key), std::string::npos) << key << ": " << message;
     EXPECT_NE(message.find("c.json"), std::string::npos) << message;
   }
+}
+
+// The block of the issue, exactly as it is written there, plus the keys qmlx adds.
+TEST(CacheConfig, SharedBlockReadsEveryKey) {
+  ParsedCacheConfig parsed = parse(json::parse(R"({"shared": {
+      "backend": "redis-cluster", "nodes": ["127.0.0.1:7000", "127.0.0.1:7001"],
+      "password_env": "QMLX_REDIS_PASSWORD", "tls": false, "timeout_ms": 250, "read": true,
+      "write": false, "part_mb": 4, "ttl_seconds": 60, "breaker_failures": 5,
+      "breaker_cooldown_ms": 100, "username_env": "QMLX_REDIS_USER"}})"));
+  const SharedTierConfig& s = parsed.config.shared;
+  EXPECT_TRUE(parsed.warnings.empty());
+  EXPECT_TRUE(s.enabled);
+  EXPECT_EQ(s.nodes, (std::vector<std::string>{"127.0.0.1:7000", "127.0.0.1:7001"}));
+  EXPECT_EQ(s.password_env, "QMLX_REDIS_PASSWORD");
+  EXPECT_EQ(s.username_env, "QMLX_REDIS_USER");
+  EXPECT_EQ(s.timeout_ms, 250);
+  EXPECT_TRUE(s.read);
+  EXPECT_FALSE(s.write);
+  EXPECT_EQ(s.part_bytes(), 4u << 20);
+  EXPECT_EQ(s.ttl_seconds, 60);
+  EXPECT_EQ(s.breaker_failures, 5);
+  EXPECT_EQ(s.breaker_cooldown_ms, 100);
+  EXPECT_FALSE(parse(json::object()).config.shared.enabled);
+}
+
+TEST(CacheConfig, EveryBadSharedValueNamesItsKey) {
+  const json nodes = {"127.0.0.1:7000"};
+  const std::vector<std::tuple<std::string, json, std::string>> bad = {
+      {"backend", "memcached", "must be \"redis-cluster\""},
+      {"nodes", json::array(), "non-empty array"},
+      {"nodes", "127.0.0.1:7000", "non-empty array"},
+      {"nodes", {""}, "non-empty array"},
+      {"nodes", {"localhost"}, "host:port"},
+      {"nodes", {"localhost:0"}, "host:port"},
+      {"nodes", {"localhost:70000"}, "host:port"},
+      {"nodes", {":7000"}, "host:port"},
+      {"password_env", "", "non-empty string"},
+      {"tls", true, "TLS is not available in this build"},
+      {"tls", "no", "true or false"},
+      {"timeout_ms", 0, "[1, 60000]"},
+      {"timeout_ms", 2.5, "integer"},
+      {"read", 1, "true or false"},
+      {"write", nullptr, "true or false"},
+      {"part_mb", 0, "[1, 512]"},
+      {"part_mb", 1024, "[1, 512]"},
+      {"ttl_seconds", -1, "must be in"},
+      {"breaker_failures", 0, "must be in"},
+      {"breaker_cooldown_ms", -1, "must be in"},
+      {"username_env", "U", "needs password_env"}};
+  for (const auto& [key, value, what] : bad) {
+    json shared = {{"nodes", nodes}};
+    shared[key] = value;
+    const std::string message = error_of({{"shared", shared}});
+    EXPECT_NE(message.find("cache.shared." + key), std::string::npos) << key << ": " << message;
+    EXPECT_NE(message.find(what), std::string::npos) << key << ": " << message;
+  }
+  EXPECT_NE(error_of({{"shared", json::object()}}).find("cache.shared.nodes is required"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"shared", 1}}).find("cache.shared must be a JSON object"),
+            std::string::npos);
+  ParsedCacheConfig typo = parse({{"shared", {{"nodes", nodes}, {"timeout", 5}}}});
+  ASSERT_EQ(typo.warnings.size(), 1u);
+  EXPECT_NE(typo.warnings[0].find("cache.shared.timeout"), std::string::npos);
 }
 
 TEST(CacheConfig, UnknownKeysBecomeWarnings) {

@@ -244,8 +244,17 @@ TEST_F(OptionsTest, ConfigKeysHelpListsEveryAcceptedKey) {
     EXPECT_FALSE(key.help.empty()) << key.name;
     nlohmann::json value = nlohmann::json::parse(key.default_value, nullptr, false);
     if (value.is_discarded()) value = "x";
-    const size_t dot = key.name.find('.');
-    nlohmann::json document = {{key.name.substr(0, dot), {{key.name.substr(dot + 1), value}}}};
+    // "cache.shared.tls" -> {"cache": {"shared": {"tls": value}}}; a shared block needs nodes
+    // (and username_env needs password_env).
+    nlohmann::json document;
+    std::string path = "/" + key.name;
+    std::replace(path.begin(), path.end(), '.', '/');
+    if (key.name.starts_with("cache.shared.")) {
+      document["cache"]["shared"]["nodes"] = {"127.0.0.1:7000"};
+      document["cache"]["shared"]["password_env"] = "QMLX_REDIS_PASSWORD";
+      if (key.name == "cache.shared.nodes") value = {"127.0.0.1:7001"};
+    }
+    document[nlohmann::json::json_pointer(path)] = value;
     ServerOptions options;
     apply_config_file(document, "c.json", {}, options);
     EXPECT_TRUE(options.warnings.empty()) << key.name;

@@ -8,19 +8,22 @@ cleanup() { [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null || true; }
 trap cleanup EXIT
 free_port() { $py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+wait_healthy() {  # wait_healthy PORT PID LOG: until /health answers 200 (fails if PID exits)
+  for _ in $(seq 1 300); do
+    [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/health" || true) == 200 ]] &&
+      return 0
+    kill -0 "$2" 2>/dev/null || { cat "$3" >&2; fail "server exited during start-up"; }
+    sleep 0.1
+  done
+  fail "server not healthy"
+}
 start_server() {  # start_server MODEL CONFIG LOG [FLAGS...]
   port=$(free_port)
   metrics=$(free_port)
   "$qmlx" serve --model "$1" --cache-config "$2" --port "$port" --metrics-port "$metrics" \
     --api-key k "${@:4}" 2>"$3" &
   server_pid=$!
-  for _ in $(seq 1 300); do
-    [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health" || true) == 200 ]] &&
-      return 0
-    kill -0 "$server_pid" 2>/dev/null || { cat "$3" >&2; fail "server exited during start-up"; }
-    sleep 0.1
-  done
-  fail "server not healthy"
+  wait_healthy "$port" "$server_pid" "$3"
 }
 stop_server() {
   kill -TERM "$server_pid"

@@ -70,8 +70,10 @@ def start_nginx(servers):
         text = text.replace(line, re.sub(r":\d+", ":%d" % server["port"], line, count=1), 1)
     port = free_port()
     text = text.replace("listen 127.0.0.1:8080;", "listen 127.0.0.1:%d;" % port)
-    text = text.replace("pid /tmp/qmlx-nginx.pid;", "pid %s/nginx.pid;" % WORK)
-    text = text.replace("worker_processes auto;", "worker_processes 1;")
+    text = ("worker_processes 1;\npid %s/nginx.pid;\nerror_log stderr warn;\n"
+            "events { worker_connections 1024; }\n"
+            "http {\n  access_log off;\n  client_body_temp_path %s/body;\n"
+            "  proxy_temp_path %s/proxy;\n%s\n}\n" % (WORK, WORK, WORK, text))
     conf = os.path.join(WORK, "nginx.conf")
     with open(conf, "w") as f:
         f.write(text)

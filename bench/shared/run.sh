@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Restore throughput of the shared tier against the local disk tier and redis-benchmark (the
+# physical reference: the same value sizes, raw SET/GET), on a loopback 3-master cluster.
+# Usage: bench/shared/run.sh BUILD_DIR
+set -euo pipefail
+build=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'bash "$here/../../tests/e2e/shared/redis_cluster.sh" stop "$work/redis"; rm -rf "$work"' EXIT
+nodes=$(bash "$here/../../tests/e2e/shared/redis_cluster.sh" start "$work/redis" 3)
+"$build/bench/shared/qmlx_shared_tier_bench" "$nodes" "$work/disk"
+port=$(cut -d, -f1 <<<"$nodes" | cut -d: -f2)
+# One connection, one request at a time (the pattern of one restore's reads); MB/s = rps x size.
+for case in "262144 400" "6291456 60"; do
+  read -r size n <<<"$case"
+  redis-benchmark -p "$port" --cluster -c 1 -n "$n" -d "$size" -t set,get --csv 2>/dev/null |
+    awk -F'"' -v size="$size" '/^"(SET|GET)"/ { printf "redis-benchmark %-4s %10d  %8.0f MB/s\n", $2, size, $4 * size / 1e6 }'
+done

@@ -1,0 +1,457 @@
+#include "cache/redis_cluster.h"
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <algorithm>
+#include <map>
+
+namespace qmlx {
+namespace {
+
+constexpr size_t kSlots = 16384;
+// Redirects one command may follow before the batch gives up on it (a cluster resharding
+// under our feet moves a slot once or twice, not in a loop).
+constexpr int kMaxRedirects = 5;
+// A failed node or a MOVED makes the slot map stale; it is re-read at most this often so a dead
+// node does not cost every call a CLUSTER SLOTS round trip on top of its own timeout.
+constexpr auto kRefreshInterval = std::chrono::milliseconds(500);
+constexpr const char* kBreakerOpen = "redis: circuit breaker open for ";
+
+// CRC16-CCITT (XMODEM), the checksum Redis Cluster hashes keys with.
+uint16_t crc16(std::string_view bytes) {
+  uint16_t crc = 0;
+  for (unsigned char byte : bytes) {
+    crc ^= uint16_t(byte) << 8;
+    for (int bit = 0; bit < 8; ++bit)
+      crc = (crc & 0x8000) ? uint16_t((crc << 1) ^ 0x1021) : uint16_t(crc << 1);
+  }
+  return crc;
+}
+
+timeval to_timeval(int ms) {
+  timeval tv;
+  tv.tv_sec = ms / 1000;
+  tv.tv_usec = (ms % 1000) * 1000;
+  return tv;
+}
+
+bool split_address(const std::string& address, std::string* host, int* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  *host = address.substr(0, colon);
+  try {
+    size_t used = 0;
+    *port = std::stoi(address.substr(colon + 1), &used);
+    return used == address.size() - colon - 1 && *port > 0 && *port < 65536;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// hiredis's argument arrays for one command.
+struct Argv {
+  explicit Argv(const std::vector<std::string_view>& args) {
+    for (std::string_view arg : args) {
+      pointers.push_back(arg.data());
+      lengths.push_back(arg.size());
+    }
+  }
+  int count() const { return int(pointers.size()); }
+  std::vector<const char*> pointers;
+  std::vector<size_t> lengths;
+};
+
+std::string context_error(const redisContext* c, const std::string& node) {
+  return "redis " + node + ": " + (c != nullptr && c->errstr[0] != 0 ? c->errstr : "no connection");
+}
+
+// "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381": the node to retry on.
+bool parse_redirect(std::string_view error, bool* ask, uint16_t* slot, std::string* node) {
+  std::string_view rest;
+  if (error.starts_with("MOVED ")) {
+    *ask = false;
+    rest = error.substr(6);
+  } else if (error.starts_with("ASK ")) {
+    *ask = true;
+    rest = error.substr(4);
+  } else {
+    return false;
+  }
+  const size_t space = rest.find(' ');
+  if (space == std::string_view::npos) return false;
+  try {
+    *slot = uint16_t(std::stoul(std::string(rest.substr(0, space))) % kSlots);
+  } catch (const std::exception&) {
+    return false;
+  }
+  *node = std::string(rest.substr(space + 1));
+  return !node->empty();
+}
+
+}  // namespace
+
+void ReplyDeleter::operator()(redisReply* reply) const { freeReplyObject(reply); }
+
+bool RedisResult::is_nil() const { return reply && reply->type == REDIS_REPLY_NIL; }
+bool RedisResult::is_error() const { return reply && reply->type == REDIS_REPLY_ERROR; }
+
+std::string_view RedisResult::str() const {
+  if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS &&
+                 reply->type != REDIS_REPLY_ERROR)) {
+    return {};
+  }
+  return std::string_view(reply->str, reply->len);
+}
+
+long long RedisResult::integer() const {
+  return reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : 0;
+}
+
+struct RedisCluster::Connection {
+  redisContext* context = nullptr;
+  ~Connection() {
+    if (context != nullptr) redisFree(context);
+  }
+};
+
+struct RedisCluster::Lane {
+  std::map<std::string, std::unique_ptr<Connection>> connections;
+};
+
+RedisCluster::RedisCluster(RedisClusterOptions options)
+    : options_(std::move(options)), slot_nodes_(kSlots), known_nodes_(options_.seeds) {}
+
+RedisCluster::~RedisCluster() = default;
+
+uint16_t RedisCluster::key_slot(std::string_view key) {
+  const size_t open = key.find('{');
+  if (open != std::string_view::npos) {
+    const size_t close = key.find('}', open + 1);
+    if (close != std::string_view::npos && close > open + 1) {
+      key = key.substr(open + 1, close - open - 1);
+    }
+  }
+  return uint16_t(crc16(key) % kSlots);
+}
+
+std::unique_ptr<RedisCluster::Lane> RedisCluster::checkout() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (idle_.empty()) return std::make_unique<Lane>();
+  std::unique_ptr<Lane> lane = std::move(idle_.back());
+  idle_.pop_back();
+  return lane;
+}
+
+void RedisCluster::checkin(std::unique_ptr<Lane> lane) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  idle_.push_back(std::move(lane));
+}
+
+// Opens (or reuses) the lane's connection to a node: connect and socket timeouts, then AUTH.
+RedisCluster::Connection* RedisCluster::connection(Lane& lane, const std::string& node,
+                                                   Status* status) {
+  auto it = lane.connections.find(node);
+  if (it != lane.connections.end()) return it->second.get();
+  std::string host;
+  int port = 0;
+  if (!split_address(node, &host, &port)) {
+    *status = Status::InvalidArgument("redis: bad node address \"" + node + "\"");
+    return nullptr;
+  }
+  auto conn = std::make_unique<Connection>();
+  conn->context = redisConnectWithTimeout(host.c_str(), port, to_timeval(options_.timeout_ms));
+  if (conn->context == nullptr || conn->context->err != 0 ||
+      redisSetTimeout(conn->context, to_timeval(options_.timeout_ms)) != REDIS_OK) {
+    *status = Status::IOError(context_error(conn->context, node));
+    mark_topology_stale();
+    return nullptr;
+  }
+  if (!options_.password.empty()) {
+    std::vector<std::string_view> args{"AUTH"};
+    if (!options_.username.empty()) args.push_back(options_.username);
+    args.push_back(options_.password);
+    Argv argv(args);
+    ReplyPtr reply(static_cast<redisReply*>(
+        redisCommandArgv(conn->context, argv.count(), argv.pointers.data(), argv.lengths.data())));
+    if (!reply) {
+      *status = Status::IOError(context_error(conn->context, node));
+      return nullptr;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+      *status = Status::InvalidArgument("redis " + node +
+                                        ": AUTH failed: " + std::string(reply->str, reply->len));
+      return nullptr;
+    }
+  }
+  Connection* raw = conn.get();
+  lane.connections[node] = std::move(conn);
+  return raw;
+}
+
+void RedisCluster::mark_topology_stale() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  topology_stale_ = true;
+}
+
+std::string RedisCluster::node_of_slot(uint16_t slot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!slot_nodes_[slot].empty()) return slot_nodes_[slot];
+  return known_nodes_.empty() ? std::string() : known_nodes_.front();
+}
+
+void RedisCluster::ensure_topology() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    if (!topology_stale_ || now - last_refresh_ < kRefreshInterval) return;
+    last_refresh_ = now;
+  }
+  refresh_topology();
+}
+
+Status RedisCluster::refresh_topology() {
+  std::vector<std::string> candidates;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    last_refresh_ = std::chrono::steady_clock::now();
+    candidates = known_nodes_;
+  }
+  for (const std::string& seed : options_.seeds) {
+    if (std::find(candidates.begin(), candidates.end(), seed) == candidates.end()) {
+      candidates.push_back(seed);
+    }
+  }
+  Status last = Status::IOError("redis: no node to ask for the slot map");
+  for (const std::string& node : candidates) {
+    last = read_slots_from(node);
+    if (last.ok()) return last;
+  }
+  return last;
+}
+
+Status RedisCluster::read_slots_from(const std::string& node) {
+  Lane lane;  // a private connection: the pooled lanes may be busy
+  Status s;
+  Connection* conn = connection(lane, node, &s);
+  if (conn == nullptr) return s;
+  ReplyPtr reply(static_cast<redisReply*>(redisCommand(conn->context, "CLUSTER SLOTS")));
+  if (!reply) return Status::IOError(context_error(conn->context, node));
+  if (reply->type != REDIS_REPLY_ARRAY) {
+    return Status::IOError("redis " + node + ": CLUSTER SLOTS: " +
+                           (reply->type == REDIS_REPLY_ERROR ? std::string(reply->str, reply->len)
+                                                             : std::string("unexpected reply")));
+  }
+  std::string host;
+  int port = 0;
+  split_address(node, &host, &port);
+  std::vector<std::string> slots(kSlots);
+  std::vector<std::string> nodes;
+  for (size_t i = 0; i < reply->elements; ++i) {
+    const redisReply* range = reply->element[i];
+    if (range->type != REDIS_REPLY_ARRAY || range->elements < 3) continue;
+    const redisReply* master = range->element[2];
+    if (master->type != REDIS_REPLY_ARRAY || master->elements < 2) continue;
+    std::string ip(master->element[0]->str, master->element[0]->len);
+    const std::string address =
+        (ip.empty() ? host : ip) + ":" + std::to_string(master->element[1]->integer);
+    const long long first = range->element[0]->integer;
+    const long long last = range->element[1]->integer;
+    for (long long slot = std::max(0LL, first); slot <= last && slot < (long long)kSlots; ++slot) {
+      slots[size_t(slot)] = address;
+    }
+    if (std::find(nodes.begin(), nodes.end(), address) == nodes.end()) nodes.push_back(address);
+  }
+  if (nodes.empty()) return Status::IOError("redis " + node + ": the cluster has no slots");
+  std::lock_guard<std::mutex> lock(mutex_);
+  slot_nodes_ = std::move(slots);
+  known_nodes_ = std::move(nodes);
+  topology_stale_ = false;
+  return Status::Ok();
+}
+
+CircuitBreaker& RedisCluster::breaker(const std::string& node) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_ptr<CircuitBreaker>& b = breakers_[node];
+  if (!b) {
+    b = std::make_unique<CircuitBreaker>(options_.breaker_failures,
+                                         std::chrono::milliseconds(options_.breaker_cooldown_ms));
+  }
+  return *b;
+}
+
+bool RedisCluster::any_breaker_open() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [node, b] : breakers_) {
+    if (b->is_open()) return true;
+  }
+  return false;
+}
+
+uint64_t RedisCluster::breaker_opens() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t opens = 0;
+  for (const auto& [node, b] : breakers_) opens += b->opens();
+  return opens;
+}
+
+std::vector<std::string> RedisCluster::masters() {
+  ensure_topology();
+  std::lock_guard<std::mutex> lock(mutex_);
+  return known_nodes_;
+}
+
+void RedisCluster::send_round(Lane& lane, const std::vector<RedisCommand>& commands,
+                              const std::vector<Pending>& round, std::vector<RedisResult>& results,
+                              std::vector<Pending>* redirected) {
+  std::map<std::string, std::vector<const Pending*>> by_node;
+  for (const Pending& p : round) by_node[p.node].push_back(&p);
+
+  // Write every node's pipeline first, so the nodes work in parallel while we read.
+  std::vector<std::pair<Connection*, const std::vector<const Pending*>*>> sent;
+  for (auto& [node, pendings] : by_node) {
+    CircuitBreaker& node_breaker = breaker(node);
+    if (!node_breaker.allow()) {
+      for (const Pending* p : pendings) {
+        results[p->index].status = Status::IOError(std::string(kBreakerOpen) + node);
+      }
+      continue;
+    }
+    Status s;
+    Connection* conn = connection(lane, node, &s);
+    bool ok = conn != nullptr;
+    for (size_t i = 0; ok && i < pendings.size(); ++i) {
+      const RedisCommand& command = commands[pendings[i]->index];
+      if (pendings[i]->asking && redisAppendCommand(conn->context, "ASKING") != REDIS_OK)
+        ok = false;
+      Argv argv(command.args);
+      if (ok && redisAppendCommandArgv(conn->context, argv.count(), argv.pointers.data(),
+                                       argv.lengths.data()) != REDIS_OK) {
+        ok = false;
+      }
+    }
+    int done = 0;
+    while (ok && !done) {
+      if (redisBufferWrite(conn->context, &done) != REDIS_OK) ok = false;
+    }
+    if (!ok) {
+      if (conn != nullptr) s = Status::IOError(context_error(conn->context, node));
+      for (const Pending* p : pendings) results[p->index].status = s;
+      lane.connections.erase(node);
+      mark_topology_stale();
+      node_breaker.record(false);
+      continue;
+    }
+    sent.emplace_back(conn, &pendings);
+  }
+
+  for (auto& [conn, pendings] : sent) {
+    Status failure;
+    for (const Pending* p : *pendings) {
+      RedisResult& result = results[p->index];
+      if (!failure.ok()) {
+        result.status = failure;
+        continue;
+      }
+      void* raw = nullptr;
+      if (p->asking && redisGetReply(conn->context, &raw) == REDIS_OK) {
+        freeReplyObject(raw);
+        raw = nullptr;
+      }
+      if (redisGetReply(conn->context, &raw) != REDIS_OK || raw == nullptr) {
+        failure = Status::IOError(context_error(conn->context, p->node));
+        result.status = failure;
+        continue;
+      }
+      result.reply.reset(static_cast<redisReply*>(raw));
+      result.status = Status::Ok();
+      bool ask = false;
+      uint16_t slot = 0;
+      std::string target;
+      if (result.is_error() && parse_redirect(result.str(), &ask, &slot, &target)) {
+        if (!ask) {
+          std::lock_guard<std::mutex> lock(mutex_);
+          slot_nodes_[slot] = target;
+          topology_stale_ = true;
+        }
+        redirected->push_back(Pending{p->index, target, ask});
+      }
+    }
+    breaker(pendings->front()->node).record(failure.ok());
+    if (!failure.ok()) {
+      // The connection's stream is out of step after a failed read: drop it, reconnect later.
+      for (auto it = lane.connections.begin(); it != lane.connections.end(); ++it) {
+        if (it->second.get() == conn) {
+          lane.connections.erase(it);
+          break;
+        }
+      }
+      mark_topology_stale();
+    }
+  }
+}
+
+std::vector<RedisResult> RedisCluster::run(const std::vector<RedisCommand>& commands) {
+  std::vector<RedisResult> results(commands.size());
+  if (commands.empty()) return results;
+  ensure_topology();
+  std::vector<Pending> round;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    const RedisCommand& command = commands[i];
+    if (command.key_index >= command.args.size()) {
+      results[i].status = Status::InvalidArgument("redis: command without a key");
+      continue;
+    }
+    std::string node = node_of_slot(key_slot(command.args[command.key_index]));
+    if (node.empty()) {
+      results[i].status = Status::IOError("redis: no node known");
+      continue;
+    }
+    round.push_back(Pending{i, std::move(node), false});
+  }
+  std::unique_ptr<Lane> lane = checkout();
+  for (int attempt = 0; attempt <= kMaxRedirects && !round.empty(); ++attempt) {
+    std::vector<Pending> redirected;
+    send_round(*lane, commands, round, results, &redirected);
+    round = std::move(redirected);
+  }
+  for (const Pending& p : round) {
+    results[p.index].reply.reset();
+    results[p.index].status = Status::IOError("redis: too many redirects");
+  }
+  checkin(std::move(lane));
+  return results;
+}
+
+RedisResult RedisCluster::run_one(const RedisCommand& command) {
+  std::vector<RedisResult> results = run({command});
+  return std::move(results.front());
+}
+
+RedisResult RedisCluster::run_on_node(const std::string& node,
+                                      const std::vector<std::string_view>& args) {
+  RedisResult result;
+  std::unique_ptr<Lane> lane = checkout();
+  Argv argv(args);
+  CircuitBreaker& node_breaker = breaker(node);
+  if (!node_breaker.allow()) {
+    result.status = Status::IOError(std::string(kBreakerOpen) + node);
+  } else if (Connection* conn = connection(*lane, node, &result.status)) {
+    void* raw =
+        redisCommandArgv(conn->context, argv.count(), argv.pointers.data(), argv.lengths.data());
+    if (raw == nullptr) {
+      result.status = Status::IOError(context_error(conn->context, node));
+      lane->connections.erase(node);
+      mark_topology_stale();
+    } else {
+      result.reply.reset(static_cast<redisReply*>(raw));
+    }
+    node_breaker.record(result.status.ok());
+  } else {
+    node_breaker.record(false);
+  }
+  checkin(std::move(lane));
+  return result;
+}
+
+}  // namespace qmlx

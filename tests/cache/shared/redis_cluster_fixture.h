@@ -1,0 +1,78 @@
+// A real 3-master Redis Cluster on loopback for the shared-tier tests, started and stopped
+// with tests/e2e/shared/redis_cluster.sh (the e2e tests use the same script). Tests that need
+// one are skipped, with a message, where redis-server is not installed.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fake_session.h"
+
+namespace qmlx::test {
+
+class LocalRedisCluster {
+ public:
+  LocalRedisCluster() {
+    const std::string out = run("start " + dir_.path() + "/cluster 3");
+    std::stringstream in(out);
+    std::string node;
+    while (std::getline(in, node, ',')) {
+      while (!node.empty() && (node.back() == '\n' || node.back() == ' ')) node.pop_back();
+      if (!node.empty()) nodes_.push_back(node);
+    }
+  }
+  ~LocalRedisCluster() { run("stop " + dir_.path() + "/cluster"); }
+
+  static bool available() { return std::system("command -v redis-server >/dev/null 2>&1") == 0; }
+
+  const std::vector<std::string>& nodes() const { return nodes_; }
+  // Stops node i at once (SIGKILL).
+  void kill(int i) { run("kill " + dir_.path() + "/cluster " + std::to_string(i)); }
+  // Runs redis-cli against node i (cluster mode: follows redirects) and returns its output.
+  std::string cli(int i, const std::string& args) const {
+    const std::string port = nodes_.at(size_t(i)).substr(nodes_.at(size_t(i)).rfind(':') + 1);
+    return capture("redis-cli -c -p " + port + " " + args + " 2>&1");
+  }
+
+ private:
+  static std::string capture(const std::string& command) {
+    std::string out;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) return out;
+    std::array<char, 4096> buffer;
+    size_t n = 0;
+    while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
+    pclose(pipe);
+    return out;
+  }
+  std::string run(const std::string& args) const {
+    return capture(std::string("bash ") + QMLX_REDIS_CLUSTER_SCRIPT + " " + args);
+  }
+
+  TempDir dir_;
+  std::vector<std::string> nodes_;
+};
+
+}  // namespace qmlx::test
+
+namespace qmlx::test {
+
+// The cluster most tests share (started on first use, stopped at exit); a test that kills a
+// node starts its own.
+inline LocalRedisCluster& shared_cluster() {
+  static LocalRedisCluster cluster;
+  return cluster;
+}
+
+#define QMLX_REQUIRE_REDIS()                                                        \
+  if (!::qmlx::test::LocalRedisCluster::available()) {                              \
+    GTEST_SKIP() << "redis-server is not installed (scripts/setup.sh installs it)"; \
+  }
+
+}  // namespace qmlx::test

@@ -1,0 +1,188 @@
+// The shared tier seen through PrefixCache: two caches with separate disks (two servers) and
+// one real Redis Cluster.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "cache/prefix_cache.h"
+#include "cache_fixture.h"
+#include "redis_cluster_fixture.h"
+
+namespace qmlx {
+namespace {
+
+using test::concat;
+using test::FakeSession;
+using test::make_tokens;
+using test::shared_cluster;
+
+class SharedTierTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    QMLX_REQUIRE_REDIS();
+    layout_ = test::hybrid_layout();
+    // A model of its own per test: tests never see each other's keys.
+    fingerprint_ =
+        model_fingerprint(std::string("shared tier ") +
+                              ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                          layout_);
+  }
+
+  CacheConfig config(const test::TempDir& dir, std::vector<std::string> nodes = {}) const {
+    CacheConfig c = test::test_config(dir.path());
+    c.memory_prefix_cache = true;
+    c.shared.enabled = true;
+    c.shared.nodes = nodes.empty() ? shared_cluster().nodes() : nodes;
+    c.shared.part_mb = 1;
+    return c;
+  }
+  std::unique_ptr<PrefixCache> open(const test::TempDir& dir, const Hash128& fingerprint) {
+    return std::make_unique<PrefixCache>(config(dir), fingerprint, layout_);
+  }
+  std::unique_ptr<PrefixCache> open(const test::TempDir& dir) { return open(dir, fingerprint_); }
+
+  void capture(PrefixCache& cache, const std::vector<int32_t>& tokens) {
+    FakeSession session = FakeSession::prefilled(layout_, tokens);
+    ASSERT_TRUE(cache.capture(session, tokens, SnapshotKind::kMessageBoundary));
+    cache.flush();
+  }
+  // Restores and checks the installed state byte for byte against a cold prefill.
+  RestoreResult restore(PrefixCache& cache, const std::vector<int32_t>& prompt) {
+    FakeSession sink(layout_);
+    RestoreResult r = cache.restore(prompt, sink);
+    if (r.hit) {
+      FakeSession expected = FakeSession::prefilled(layout_, test::prefix(prompt, r.cached_tokens));
+      EXPECT_TRUE(sink.same_state(expected)) << "wrong restore at " << r.cached_tokens;
+    } else {
+      EXPECT_EQ(sink.position(), 0);
+    }
+    return r;
+  }
+  std::string redis_key(PrefixCache& cache, const std::string& name) {
+    SharedStoreOptions o;
+    o.fingerprint = cache.fingerprint();
+    return SharedBlobStore(o).meta_key(name);
+  }
+
+  StateLayout layout_;
+  Hash128 fingerprint_;
+  test::TempDir disk_a_, disk_b_;
+};
+
+TEST_F(SharedTierTest, AnotherServerRestoresFromTheSharedTierAndKeepsItOnDisk) {
+  const std::vector<int32_t> turn1 = make_tokens(1, 75);
+  const std::vector<int32_t> turn2 = concat(turn1, make_tokens(2, 20));
+  auto a = open(disk_a_);
+  capture(*a, turn1);
+  EXPECT_GT(a->stats().shared.blobs_written, 0u);
+
+  auto b = open(disk_b_);  // an empty disk
+  RestoreResult r = restore(*b, turn2);
+  ASSERT_TRUE(r.hit);
+  EXPECT_EQ(r.tier, "shared");
+  EXPECT_EQ(r.cached_tokens, 75);
+  EXPECT_EQ(b->stats().shared.hits, 1u);
+  EXPECT_EQ(b->stats().cached_tokens.at("shared"), 75u);
+  b->flush();
+  ASSERT_EQ(b->list().size(), 1u);
+  EXPECT_TRUE(b->list().front().on_disk);
+  // B restarted: the copy it kept on its own disk serves, not the shared tier.
+  b.reset();
+  b = open(disk_b_);
+  r = restore(*b, turn2);
+  EXPECT_EQ(r.tier, "disk");
+  EXPECT_EQ(b->stats().shared.hits, 0u);
+}
+
+TEST_F(SharedTierTest, AFleetStoresEachChunkOnce) {
+  const std::vector<int32_t> turn1 = make_tokens(3, 70);  // 4 full chunks of 16
+  const std::vector<int32_t> turn2 = concat(turn1, make_tokens(4, 40));
+  auto a = open(disk_a_);
+  capture(*a, turn1);
+  auto b = open(disk_b_);
+  ASSERT_TRUE(restore(*b, turn2).hit);
+  capture(*b, turn2);
+  // B's turn-2 checkpoint names 6 chunks; the 4 of turn 1 were in the tier already.
+  EXPECT_EQ(b->stats().shared.chunks_skipped, 4u);
+}
+
+TEST_F(SharedTierTest, CorruptValueIsDetectedDeletedAndCounted) {
+  const std::vector<int32_t> turn = make_tokens(5, 60);
+  auto a = open(disk_a_);
+  capture(*a, turn);
+  const Hash128 id = a->list().front().id;
+  const std::string key = redis_key(*a, DiskStore::snapshot_name(id));
+  const std::string meta = shared_cluster().cli(0, "get '" + key + "'");
+  const std::string part = key + ":" + meta.substr(meta.find(' ') + 1, 16) + ":0";
+  shared_cluster().cli(0, "setrange '" + part + "' 300 XXXX");
+
+  auto b = open(disk_b_);
+  RestoreResult r = restore(*b, concat(turn, make_tokens(6, 5)));
+  EXPECT_FALSE(r.hit);
+  ASSERT_EQ(r.rejected.size(), 1u);
+  EXPECT_EQ(r.rejected[0].reason, RejectReason::kChecksum);
+  EXPECT_EQ(b->stats().shared.corrupt_deleted, 1u);
+  EXPECT_EQ(b->stats().restore_rejected.at("checksum"), 1u);
+  EXPECT_EQ(shared_cluster().cli(0, "exists '" + key + "'"), "0\n");
+  // Its stale index entry went with it: the next lookup has no candidate at all.
+  EXPECT_EQ(restore(*b, concat(turn, make_tokens(6, 5))).miss_reason, "no_candidate");
+}
+
+TEST_F(SharedTierTest, SnapshotWithAChunkGoneIsAPartialMiss) {
+  const std::vector<int32_t> turn = make_tokens(7, 50);
+  auto a = open(disk_a_);
+  capture(*a, turn);
+  // What maxmemory eviction does: one chunk of the snapshot vanishes.
+  const std::vector<Hash128> chain = chain_hashes(fingerprint_, turn, test::kChunkTokens);
+  shared_cluster().cli(0, "del '" + redis_key(*a, DiskStore::chunk_name(chain[2])) + "'");
+  auto b = open(disk_b_);
+  RestoreResult r = restore(*b, concat(turn, make_tokens(8, 5)));
+  EXPECT_FALSE(r.hit);
+  EXPECT_EQ(r.miss_reason, "partial");
+  EXPECT_EQ(b->stats().restore_rejected.at("partial"), 1u);
+  EXPECT_EQ(b->stats().shared.corrupt_deleted, 0u);
+}
+
+TEST_F(SharedTierTest, AnotherModelNeverRestores) {
+  const std::vector<int32_t> turn = make_tokens(9, 40);
+  auto a = open(disk_a_);
+  capture(*a, turn);
+  auto other = open(disk_b_, model_fingerprint("another model", layout_));
+  RestoreResult r = restore(*other, concat(turn, make_tokens(10, 5)));
+  EXPECT_FALSE(r.hit);
+  EXPECT_EQ(r.miss_reason, "no_candidate");
+}
+
+TEST_F(SharedTierTest, PinsReachTheSharedTier) {
+  const std::vector<int32_t> turn = make_tokens(11, 40);
+  auto a = open(disk_a_);
+  capture(*a, turn);
+  const Hash128 id = a->list().front().id;
+  const std::string key = "'" + redis_key(*a, DiskStore::snapshot_name(id)) + "'";
+  EXPECT_GT(std::stol(shared_cluster().cli(0, "pttl " + key)), 0);
+  ASSERT_TRUE(a->pin(id, true).ok());
+  EXPECT_EQ(shared_cluster().cli(0, "pttl " + key), "-1\n");
+  const Hash128 chunk = chain_hashes(fingerprint_, turn, test::kChunkTokens)[1];
+  EXPECT_EQ(shared_cluster().cli(0, "pttl '" + redis_key(*a, DiskStore::chunk_name(chunk)) + "'"),
+            "-1\n");
+  ASSERT_TRUE(a->pin(id, false).ok());
+  EXPECT_GT(std::stol(shared_cluster().cli(0, "pttl " + key)), 0);
+}
+
+TEST_F(SharedTierTest, UnreachableClusterCostsABoundedTimeAndLocalTiersStillWork) {
+  CacheConfig c = config(disk_a_, {"127.0.0.1:1"});
+  c.shared.timeout_ms = 100;
+  auto a = std::make_unique<PrefixCache>(c, fingerprint_, layout_);
+  const std::vector<int32_t> turn = make_tokens(12, 40);
+  capture(*a, turn);  // published nowhere, kept locally
+  const auto start = std::chrono::steady_clock::now();
+  RestoreResult r = restore(*a, concat(turn, make_tokens(13, 5)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+  ASSERT_TRUE(r.hit);
+  EXPECT_NE(r.tier, "shared");
+  EXPECT_GT(a->stats().shared.errors.at("io"), 0u);
+  EXPECT_EQ(a->stats().checkpoint_dropped.at("shared"), 1u);
+}
+
+}  // namespace
+}  // namespace qmlx
