@@ -48,7 +48,8 @@ nlohmann::json CacheStats::to_json() const {
                         {"evictions", evictions},
                         {"divergences", divergences},
                         {"quarantined", quarantined},
-                        {"leftovers_removed", leftovers_removed}};
+                        {"leftovers_removed", leftovers_removed},
+                        {"disk_errors", disk_errors}};
 }
 
 void CacheMetrics::count_hit(int64_t cached_tokens, const std::string& tier) {
@@ -107,6 +108,11 @@ void CacheMetrics::count_quarantined() {
 void CacheMetrics::count_leftovers(uint64_t n) {
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.leftovers_removed += n;
+}
+
+void CacheMetrics::count_disk_error(const std::string& kind) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.disk_errors[kind];
 }
 
 CacheStats CacheMetrics::snapshot() const {

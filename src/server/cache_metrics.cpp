@@ -24,9 +24,9 @@ void export_cache_metrics(MetricsRegistry& registry, const PrefixCache& cache) {
       "qmlx_restore_seconds", "Time to look up, read, verify and install a restore", seconds);
   Counter& restore_bytes =
       registry.counter("qmlx_restore_bytes_total", "Bytes read by restores (RAM and disk)");
-  Counter& rejected = registry.counter(
-      "qmlx_restore_rejected_total", "Resume points rejected before install, by reason",
-      {"reason"});
+  Counter& rejected =
+      registry.counter("qmlx_restore_rejected_total",
+                       "Resume points rejected before install, by reason", {"reason"});
   Counter& writes = registry.counter("qmlx_checkpoint_writes_total",
                                      "Checkpoints committed to the store, by kind", {"kind"});
   Histogram& write_seconds = registry.histogram(
@@ -40,13 +40,16 @@ void export_cache_metrics(MetricsRegistry& registry, const PrefixCache& cache) {
   Gauge& chunks = registry.gauge("qmlx_disk_cache_chunks", "K/V chunks in the disk store");
   Gauge& memory_bytes =
       registry.gauge("qmlx_memory_cache_bytes", "Bytes held by the RAM tier of the cache");
-  Counter& evictions =
-      registry.counter("qmlx_evictions_total", "Files evicted from the store, by reason",
-                       {"reason"});
-  Counter& divergences = registry.counter(
-      "qmlx_cache_divergence_total", "Requests that shared more with the cache than restored");
+  Counter& evictions = registry.counter("qmlx_evictions_total",
+                                        "Files evicted from the store, by reason", {"reason"});
+  Counter& divergences = registry.counter("qmlx_cache_divergence_total",
+                                          "Requests that shared more with the cache than restored");
   Counter& quarantined =
       registry.counter("qmlx_cache_quarantined_total", "Store files quarantined as corrupt");
+  Counter& disk_errors = registry.counter(
+      "qmlx_disk_cache_errors_total",
+      "Failed file operations of the disk tier (each a miss or a skipped checkpoint), by kind",
+      {"kind"});
 
   registry.on_scrape([&, &cache = cache] {
     CacheStats s = cache.stats();
@@ -67,6 +70,7 @@ void export_cache_metrics(MetricsRegistry& registry, const PrefixCache& cache) {
     mirror(evictions, s.evictions);
     divergences.set_total(double(s.divergences));
     quarantined.set_total(double(s.quarantined));
+    mirror(disk_errors, s.disk_errors);
   });
 }
 
