@@ -25,31 +25,33 @@ const char* disk_fault_kind(const Status& status) {
   return status.code() == Status::Code::kNotFound ? "missing" : "io";
 }
 
-std::string DiskHealth::fault(const Status& status, const std::string& what) {
+void DiskHealth::fault(const Status& status, const std::string& what) {
   const std::string kind = disk_fault_kind(status);
   metrics_.count_disk_error(kind);
   std::lock_guard<std::mutex> lock(mutex_);
   ++errors_;
-  if (kind_ != kind) {
-    log_warn("cache: disk tier fault kind=" + kind + " on " + what + ": " + status.ToString() +
-             " (requests go on; checkpoints are skipped until it clears)");
-    kind_ = kind;
-  }
-  return kind;
+  kinds_.insert(kind);
+  const Clock::time_point now = Clock::now();
+  auto logged = last_logged_.find(kind);
+  if (logged != last_logged_.end() && now - logged->second < kQuietPeriod) return;
+  last_logged_[kind] = now;
+  episode_logged_ = true;
+  log_warn("cache: disk tier fault kind=" + kind + " on " + what + ": " + status.ToString() +
+           " (requests go on without it; counted in qmlx_disk_cache_errors_total)");
 }
 
 void DiskHealth::ok() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (kind_.empty()) return;
-  log_info("cache: disk tier recovered from kind=" + kind_ + " after " + std::to_string(errors_) +
-           " errors");
-  kind_.clear();
+  if (kinds_.empty()) return;
+  if (episode_logged_) {
+    std::string kinds;
+    for (const std::string& kind : kinds_) kinds += (kinds.empty() ? "" : ",") + kind;
+    log_info("cache: disk tier recovered from kind=" + kinds + " after " + std::to_string(errors_) +
+             " errors");
+  }
+  kinds_.clear();
   errors_ = 0;
-}
-
-bool DiskHealth::faulted() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return !kind_.empty();
+  episode_logged_ = false;
 }
 
 }  // namespace qmlx

@@ -290,10 +290,12 @@ void PrefixCache::forget_vanished(const std::string& name) {
 
 void PrefixCache::check_store_folder() {
   if (env_->is_dir(disk_->dir())) return;
-  const bool replaced = env_->file_exists(disk_->dir());
+  // What is in the way says which fault it is: nothing (deleted), or a file in the place of the
+  // store folder or of a folder above it (ENOTDIR).
+  uint64_t size = 0;
+  Status found = env_->file_size(disk_->dir(), &size);
   disk_health_.fault(
-      Status::IOError(disk_->dir() + (replaced ? ": not a folder" : ": the folder is gone"))
-          .with_errno(replaced ? ENOTDIR : ENOENT),
+      found.ok() ? Status::IOError(disk_->dir() + ": not a folder").with_errno(ENOTDIR) : found,
       "store folder");
   auto in_memory = [&](const std::string& name) { return memory_ && memory_->contains(name); };
   std::lock_guard<std::mutex> lock(mutex_);
@@ -597,7 +599,8 @@ void PrefixCache::commit(PendingWrite& write) {
       undo_chunks(written);
       return;
     }
-    disk_health_.ok();
+    // A write that only fit after evicting for room does not end a no-space episode.
+    if (!room_made_for_no_space_) disk_health_.ok();
     room_made_for_no_space_ = false;
   }
   {
