@@ -695,7 +695,8 @@ void PrefixCache::apply_eviction(const std::vector<EvictionStep>& steps) {
         if (on_disk) s = disk_->remove_snapshot(step.id);
         break;
     }
-    if (!s.ok()) log_warn("cache: eviction failed: " + s.ToString());
+    // A file already gone is evicted all the same; other failures are disk faults.
+    if (!s.ok() && s.code() != Status::Code::kNotFound) disk_health_.fault(s, "eviction");
     metrics_.count_eviction(step.reason);
   }
 }
@@ -850,6 +851,7 @@ Status PrefixCache::clear() {
   if (memory_) memory_->clear();
   if (!disk_) return Status::Ok();
   Status s = env_->remove_tree(disk_->dir());
+  if (s.code() == Status::Code::kNotFound) s = Status::Ok();  // deleted already: as cleared
   StoreScan scan;
   if (s.ok()) s = disk_->open(&scan);
   return s;

@@ -87,6 +87,27 @@ TEST_F(DiskFaults, DeletedFolderUnderTheRamTierKeepsHitting) {
   EXPECT_FALSE(restore_and_check(*cache, concat(a, {7})).hit);
 }
 
+TEST_F(DiskFaults, AdminOperationsOnADeletedOrReplacedFolderAnswer) {
+  auto cache = open();
+  std::vector<int32_t> a = make_tokens(61, 40);
+  ASSERT_TRUE(capture(*cache, a, SnapshotKind::kPromptEnd));
+  const Hash128 id = cache->list().at(0).id;
+  fs::remove_all(dir_.path());
+  EXPECT_FALSE(cache->verify(id).ok);
+  EXPECT_FALSE(cache->pin(id, true).ok());
+  cache->gc();
+  EXPECT_TRUE(cache->clear().ok()) << "a deleted folder is as cleared";
+  EXPECT_TRUE(fs::is_directory(cache->store_dir()));
+  fs::remove_all(dir_.path());
+  std::ofstream(dir_.path()) << "not a folder";
+  EXPECT_FALSE(cache->clear().ok());
+  cache->gc();
+  fs::remove(dir_.path());
+  ASSERT_TRUE(capture(*cache, a, SnapshotKind::kPromptEnd));
+  EXPECT_EQ(restore_and_check(*cache, concat(a, {7})).cached_tokens, 40);
+  for (const VerifyReport& report : cache->verify_all()) EXPECT_TRUE(report.ok) << report.detail;
+}
+
 TEST_F(DiskFaults, FolderReplacedByAFileSkipsCheckpointsUntilRemoved) {
   auto cache = open();
   std::vector<int32_t> a = make_tokens(55, 40);
