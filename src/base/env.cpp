@@ -13,9 +13,9 @@ namespace {
 
 Status posix_error(const std::string& context, int err) {
   std::string message = context + ": " + std::strerror(err);
-  if (err == ENOENT) return Status::NotFound(message);
-  if (err == ENOSPC || err == EDQUOT) return Status::NoSpace(message);
-  return Status::IOError(message);
+  if (err == ENOENT) return Status::NotFound(message).with_errno(err);
+  if (err == ENOSPC || err == EDQUOT) return Status::NoSpace(message).with_errno(err);
+  return Status::IOError(message).with_errno(err);
 }
 
 class PosixWritableFile final : public WritableFile {
@@ -135,8 +135,11 @@ class PosixEnv final : public Env {
     return Status::Ok();
   }
   Status create_dir(const std::string& path) override {
-    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return posix_error(path, errno);
-    return Status::Ok();
+    if (::mkdir(path.c_str(), 0755) == 0) return Status::Ok();
+    const int err = errno;
+    // A regular file in the folder's place is not the folder.
+    if (err == EEXIST) return is_dir(path) ? Status::Ok() : posix_error(path, ENOTDIR);
+    return posix_error(path, err);
   }
   Status file_size(const std::string& path, uint64_t* size) override {
     struct stat st;

@@ -1,6 +1,7 @@
 #include "base/fault_env.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <random>
 
 namespace qmlx {
@@ -63,6 +64,7 @@ void FaultEnv::clear_faults() {
   std::lock_guard<std::mutex> lock(mutex_);
   faults_.clear();
   corrupt_needle_.clear();
+  space_root_.clear();
 }
 
 void FaultEnv::crash_after(int64_t ops) {
@@ -107,10 +109,23 @@ void FaultEnv::note_new_name(const std::string& path) {
   unsynced_names_[parent_dir(path)].insert(path);
 }
 
+void FaultEnv::limit_space(std::string root, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  space_root_ = std::move(root);
+  space_bytes_ = bytes;
+}
+
 Status FaultEnv::on_append(const std::string& path, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   const Op op = Op::kWrite;
-  return admit(&op);
+  Status s = admit(&op);
+  if (!s.ok() || space_root_.empty() || path.rfind(space_root_, 0) != 0) return s;
+  uint64_t used = 0;
+  base_->tree_size(space_root_, &used);
+  if (used + bytes > space_bytes_) {
+    return Status::NoSpace(path + ": no space left on device").with_errno(ENOSPC);
+  }
+  return s;
 }
 
 void FaultEnv::on_appended(const std::string& path, size_t bytes) {

@@ -28,13 +28,16 @@ class FaultEnv final : public Env {
   // The nth (1-based, counted from now) operation of kind op fails with `error`; with
   // persistent, every later one does too (a full disk stays full).
   void fail_nth(Op op, int n, Status error, bool persistent = false);
-  void clear_faults();
+  void clear_faults();  // the space limit too
   // After `ops` more mutating operations, every further one fails: the process died there.
   void crash_after(int64_t ops);
   bool crashed() const;
   // Puts the files in the state a power loss at this instant would leave, then clears the
   // crash so the Env can be used again. `seed` drives kRandomCut.
   Status simulate_crash(CrashMode mode, uint64_t seed = 0);
+  // A disk of `bytes` holding the files below `root`: an append that would pass it fails with
+  // ENOSPC (what is written under root counts, whoever wrote it).
+  void limit_space(std::string root, uint64_t bytes);
   // Every read of a file whose path contains `needle` gets one byte flipped.
   void corrupt_reads(std::string needle);
   int64_t mutating_ops() const;
@@ -84,6 +87,8 @@ class FaultEnv final : public Env {
   int64_t crash_at_ = -1;
   bool crashed_ = false;
   std::string corrupt_needle_;
+  std::string space_root_;
+  uint64_t space_bytes_ = 0;
   std::map<std::string, FileState> files_;
   std::map<std::string, std::set<std::string>> unsynced_names_;  // dir -> names
 };

@@ -21,8 +21,17 @@ class Status {
     return Status(Code::kInvalidArgument, std::move(m));
   }
 
+  // The same status carrying the errno of the system call that failed (file-system faults are
+  // told apart by it: read-only, not a directory, ...).
+  Status with_errno(int err) && {
+    errno_ = err;
+    return std::move(*this);
+  }
+
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
+  // The errno behind an I/O failure, 0 when none was recorded.
+  int sys_errno() const { return errno_; }
   const std::string& message() const { return message_; }
   std::string ToString() const;
 
@@ -30,6 +39,7 @@ class Status {
   Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
   Code code_ = Code::kOk;
   std::string message_;
+  int errno_ = 0;
 };
 
 }  // namespace qmlx

@@ -195,7 +195,7 @@ uint64_t CacheAdmin::gc() {
   for (size_t i = 1; i < stores_.size(); ++i) {
     if (last_used(stores_[i]) > last_used(stores_[primary])) primary = i;
   }
-  EvictionInputs inputs{stores_[primary].index.get(), {}, {}};
+  EvictionInputs inputs{stores_[primary].index.get(), {}, {}, {}};
   const std::vector<StoreSummary> summaries = stores();
   for (size_t i = 0; i < stores_.size(); ++i) {
     if (i != primary) inputs.foreign_stores.push_back({summaries[i].dir, summaries[i].bytes});

@@ -39,13 +39,14 @@ Status EnvBlobStore::remove_leftovers(const std::string& folder, int* removed) {
 }
 
 Status EnvBlobStore::ensure_parent(const std::string& name) {
-  const std::string parent = parent_dir(path_of(name));
-  if (env_->is_dir(parent)) return Status::Ok();
-  Status s = ensure_parent(parent.substr(root_.size() + 1));
-  if (!s.ok()) return s;
-  s = env_->create_dir(parent);
+  const std::string folder = parent_dir(name);  // relative to the root; "" is the root itself
+  const std::string path = folder.empty() ? root_ : path_of(folder);
+  if (env_->is_dir(path)) return Status::Ok();
+  // The root (or a folder above it) was deleted while serving: recreate the whole path.
+  Status s = folder.empty() ? env_->create_dirs(root_) : ensure_parent(folder);
+  if (s.ok() && !folder.empty()) s = env_->create_dir(path);
   if (!s.ok() || !durable_) return s;
-  return env_->sync_dir(parent_dir(parent));
+  return env_->sync_dir(parent_dir(path));
 }
 
 Status EnvBlobStore::put(const std::string& name, std::span<const uint8_t> bytes) {

@@ -64,8 +64,8 @@ class EnvBlobStore final : public BlobStore {
 
  private:
   std::string path_of(const std::string& name) const { return join_path(root_, name); }
-  // Creates the folders of a blob name, syncing each parent that gained a folder so the new
-  // folder itself survives a crash.
+  // Creates the folders of a blob name, the root included when it was deleted while serving,
+  // syncing each parent that gained a folder so the new folder itself survives a crash.
   Status ensure_parent(const std::string& name);
   Status list_into(const std::string& folder, std::vector<BlobInfo>* out);
   Status remove_leftovers(const std::string& folder, int* removed);

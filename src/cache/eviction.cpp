@@ -12,6 +12,7 @@ class Planner {
     for (const auto& [id, entry] : inputs.index->snapshots()) {
       for (const Hash128& h : entry.chunks) ++refs_[h];
     }
+    for (const Hash128& h : inputs.keep_chunks) settled_chunks_.insert({h, false});
   }
 
   bool done() const { return freed_ >= goal_; }
@@ -39,7 +40,7 @@ class Planner {
   void unreferenced_chunks(const std::string& reason) {
     std::vector<std::pair<int64_t, Hash128>> order;
     for (const auto& [h, entry] : inputs_.index->chunks()) {
-      if (entry.on_disk && refs_[h] == 0 && !evicted_chunks_.count(h)) {
+      if (entry.on_disk && refs_[h] == 0 && !settled_chunks_.count(h)) {
         order.emplace_back(entry.last_used_ms, h);
       }
     }
@@ -78,7 +79,7 @@ class Planner {
     steps_.push_back(std::move(step));
   }
   void evict_chunk(const Hash128& h, const std::string& reason) {
-    if (!evicted_chunks_.insert({h, true}).second) return;
+    if (!settled_chunks_.insert({h, true}).second) return;
     add({EvictionStep::Target::kChunk, {}, h, inputs_.index->chunks().at(h).bytes, reason});
   }
 
@@ -87,7 +88,8 @@ class Planner {
   uint64_t freed_ = 0;
   std::vector<EvictionStep> steps_;
   std::unordered_map<Hash128, int, Hash128Hasher> refs_;
-  std::unordered_map<Hash128, bool, Hash128Hasher> evicted_chunks_;
+  // Chunks already planned (true) or to keep (false): never planned (again).
+  std::unordered_map<Hash128, bool, Hash128Hasher> settled_chunks_;
 };
 
 }  // namespace

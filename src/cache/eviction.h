@@ -31,6 +31,8 @@ struct EvictionInputs {
   const CacheIndex* index = nullptr;
   std::vector<BlobInfo> quarantined;
   std::vector<BlobInfo> foreign_stores;  // name = folder path, bytes = its total size
+  // Chunks that must stay: those of the write that is making room for itself.
+  std::vector<Hash128> keep_chunks;
 };
 
 // Steps that free at least bytes_to_free (or everything evictable when that is not enough).

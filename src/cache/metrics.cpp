@@ -70,6 +70,7 @@ nlohmann::json CacheStats::to_json() const {
                         {"divergences", divergences},
                         {"quarantined", quarantined},
                         {"leftovers_removed", leftovers_removed},
+                        {"disk_errors", disk_errors},
                         {"shared", shared.to_json()}};
 }
 
@@ -129,6 +130,11 @@ void CacheMetrics::count_quarantined() {
 void CacheMetrics::count_leftovers(uint64_t n) {
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.leftovers_removed += n;
+}
+
+void CacheMetrics::count_disk_error(const std::string& kind) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.disk_errors[kind];
 }
 
 CacheStats CacheMetrics::snapshot() const {

@@ -64,6 +64,8 @@ struct CacheStats {
   uint64_t divergences = 0;
   uint64_t quarantined = 0;
   uint64_t leftovers_removed = 0;
+  // by kind (disk_fault_kind): no_space, read_only, permission, missing, not_a_directory, io
+  LabeledCounts disk_errors;
   SharedTierStats shared;
 
   uint64_t dropped_total() const;
@@ -83,6 +85,7 @@ class CacheMetrics {
   void count_divergence();
   void count_quarantined();
   void count_leftovers(uint64_t n);
+  void count_disk_error(const std::string& kind);
   // A copy of every counter; gauges (queue depth, store sizes) are filled in by the owner.
   CacheStats snapshot() const;
 

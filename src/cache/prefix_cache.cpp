@@ -1,6 +1,7 @@
 #include "cache/prefix_cache.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 
 #include "base/error.h"
@@ -36,6 +37,15 @@ std::string unrestored_reason(const RestoreResult& result, bool evicted) {
     }
   }
   return evicted ? "evicted" : "no_resume_point";
+}
+
+// The bytes a write puts on disk at most: its snapshot and every chunk it carries.
+uint64_t write_bytes(const PendingWrite& write) {
+  uint64_t total = write.sealed ? write.sealed->size() : write.file.size();
+  for (const PendingChunk& chunk : write.chunks) {
+    total += chunk.sealed ? chunk.sealed->size() : chunk.file.size();
+  }
+  return total;
 }
 
 }  // namespace
@@ -109,6 +119,7 @@ void PrefixCache::open_store() {
       if (env_->tree_size(path, &store.bytes).ok()) foreign_stores_.push_back(store);
     }
   }
+  collect_orphans();  // chunks of snapshots a crash (or another server's crash) never wrote
   evict_if_needed(false);
 }
 
@@ -299,6 +310,17 @@ FetchedFile PrefixCache::fetch(const std::string& name, bool allow_shared) {
       if (memory_) remember_in_memory(name, file.bytes);
       return file;
     }
+    // A file the index had on disk is gone (the folder was deleted or replaced while serving):
+    // forget it and count the fault. A file that was never here (a resume point found in the
+    // shared tier) is no fault.
+    if (file.status.code() == Status::Code::kNotFound) {
+      if (indexed_on_disk(name)) {
+        forget_vanished(name);
+        disk_health_.fault(file.status, "read");
+      }
+    } else if (file.status.code() != Status::Code::kCorruption) {
+      disk_health_.fault(file.status, "read");
+    }
   }
   if (!allow_shared) return file;
   // Not kept in the RAM tier yet: these bytes are unverified until the restore succeeds.
@@ -361,6 +383,75 @@ void PrefixCache::publish_shared(const PendingWrite& write, const SealedFile& sn
     metrics_.count_dropped("shared");
     log_warn("cache: checkpoint not published to the shared tier: " + s.ToString());
   }
+}
+
+bool PrefixCache::indexed_on_disk(const std::string& name) {
+  bool is_chunk = false;
+  std::optional<Hash128> h = DiskStore::hash_of_name(name, &is_chunk);
+  if (!h) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (is_chunk) {
+    const ChunkEntry* chunk = index_.chunk(*h);
+    return chunk != nullptr && chunk->on_disk;
+  }
+  const SnapshotEntry* entry = index_.snapshot(*h);
+  return entry != nullptr && entry->on_disk;
+}
+
+void PrefixCache::forget_vanished(const std::string& name) {
+  bool is_chunk = false;
+  std::optional<Hash128> h = DiskStore::hash_of_name(name, &is_chunk);
+  if (!h) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (is_chunk) {
+      index_.remove_chunk(*h);
+    } else {
+      index_.remove_snapshot(*h);
+    }
+  }
+  if (is_chunk) drop_snapshots_naming(*h);
+}
+
+void PrefixCache::check_store_folder() {
+  if (env_->is_dir(disk_->dir())) return;
+  // What is in the way says which fault it is: nothing (deleted), or a file in the place of the
+  // store folder or of a folder above it (ENOTDIR).
+  uint64_t size = 0;
+  Status found = env_->file_size(disk_->dir(), &size);
+  disk_health_.fault(
+      found.ok() ? Status::IOError(disk_->dir() + ": not a folder").with_errno(ENOTDIR) : found,
+      "store folder");
+  auto in_memory = [&](const std::string& name) { return memory_ && memory_->contains(name); };
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Hash128> gone;
+  for (const auto& [h, entry] : index_.chunks()) {
+    if (entry.on_disk) gone.push_back(h);
+  }
+  for (const Hash128& h : gone) {
+    if (in_memory(DiskStore::chunk_name(h))) {
+      index_.chunk(h)->on_disk = false;
+    } else {
+      index_.remove_chunk(h);
+    }
+  }
+  std::vector<std::pair<Hash128, bool>> snapshots;  // id, kept in RAM
+  for (const auto& [id, entry] : index_.snapshots()) {
+    const bool chunks_left = std::all_of(entry.chunks.begin(), entry.chunks.end(),
+                                         [&](const Hash128& h) { return index_.has_chunk(h); });
+    const bool keep = chunks_left && in_memory(DiskStore::snapshot_name(id));
+    if (entry.on_disk || !keep) snapshots.emplace_back(id, keep);
+  }
+  for (const auto& [id, keep] : snapshots) {
+    if (!keep) {
+      index_.remove_snapshot(id);
+      continue;
+    }
+    SnapshotEntry* entry = index_.snapshot(id);
+    entry->on_disk = false;
+    entry->pinned = false;  // the pin was a file in the folder that is gone
+  }
+  quarantine_bytes_ = 0;
 }
 
 void PrefixCache::remember_in_memory(const std::string& name, SharedBytes bytes) {
@@ -509,12 +600,61 @@ void PrefixCache::flush() { writer_->flush(); }
 
 void PrefixCache::count_write_error(const Status& s) {
   metrics_.count_dropped(s.code() == Status::Code::kNoSpace ? "no_space" : "io");
-  log_warn("cache: checkpoint write dropped: " + s.ToString());
+  disk_health_.fault(s, "checkpoint write");
+}
+
+uint64_t PrefixCache::make_room(uint64_t bytes, const std::vector<Hash128>& keep) {
+  std::vector<EvictionStep> steps;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    steps = plan_eviction_locked(bytes, keep);
+  }
+  apply_eviction(steps);
+  uint64_t freed = 0;
+  for (const EvictionStep& step : steps) freed += step.bytes;
+  return freed;
+}
+
+Status PrefixCache::put_making_room(const std::string& name, const std::vector<uint8_t>& bytes,
+                                    const PendingWrite& write) {
+  Status s = disk_->blobs().put(name, bytes);
+  if (s.code() != Status::Code::kNoSpace || room_made_for_no_space_) return s;
+  disk_health_.fault(s, "checkpoint write");
+  // The disk holds no more than the store has now: evict as if that were the cap (at least the
+  // whole write). Once per episode: when something else fills the disk, evicting more would
+  // only empty the cache.
+  room_made_for_no_space_ = true;
+  uint64_t goal = write_bytes(write);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    goal = std::max(goal, uint64_t(double(disk_bytes_locked()) * (1 - config_.low_water_fraction)));
+  }
+  if (make_room(goal, write.chunk_list) == 0) return s;
+  return disk_->blobs().put(name, bytes);
+}
+
+void PrefixCache::undo_chunks(const std::vector<Hash128>& written) {
+  for (const Hash128& h : written) {
+    disk_->remove_chunk(h);  // a failure leaves an orphan that the next collection removes
+    bool forget = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ChunkEntry* entry = index_.chunk(h);
+      if (entry == nullptr) continue;
+      if (memory_ && memory_->contains(DiskStore::chunk_name(h))) {
+        entry->on_disk = false;
+      } else {
+        index_.remove_chunk(h);
+        forget = true;
+      }
+    }
+    if (forget) drop_snapshots_naming(h);
+  }
 }
 
 // Makes every chunk the snapshot names durable before the snapshot itself: the chunks this
 // write carries, and any that so far lived only in the RAM tier (their own write was dropped).
-bool PrefixCache::commit_chunks(PendingWrite& write) {
+bool PrefixCache::commit_chunks(PendingWrite& write, std::vector<Hash128>* written) {
   for (const Hash128& h : write.chunk_list) {
     bool indexed = false;
     {
@@ -538,11 +678,12 @@ bool PrefixCache::commit_chunks(PendingWrite& write) {
       return false;
     }
     if (disk_) {
-      Status s = disk_->put_chunk(h, *bytes);
+      Status s = put_making_room(DiskStore::chunk_name(h), *bytes, write);
       if (!s.ok()) {
         count_write_error(s);
         return false;
       }
+      written->push_back(h);
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -572,16 +713,25 @@ void PrefixCache::commit(PendingWrite& write) {
     if (!worth_capturing(id, write.header.kind)) return;
     seal_pending(write);
   }
-  if (!commit_chunks(write)) return;
+  if (disk_) check_store_folder();
+  std::vector<Hash128> written;
+  if (!commit_chunks(write, &written)) {
+    if (disk_) undo_chunks(written);
+    return;
+  }
   SealedFile bytes = write.sealed
                          ? write.sealed
                          : std::make_shared<const std::vector<uint8_t>>(std::move(write.file));
   if (disk_) {
-    Status s = disk_->put_snapshot(id, *bytes);
+    Status s = put_making_room(DiskStore::snapshot_name(id), *bytes, write);
     if (!s.ok()) {
       count_write_error(s);
+      undo_chunks(written);
       return;
     }
+    // A write that only fit after evicting for room does not end a no-space episode.
+    if (!room_made_for_no_space_) disk_health_.ok();
+    room_made_for_no_space_ = false;
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -618,13 +768,18 @@ void PrefixCache::evict_if_needed(bool force_to_low_water) {
     const uint64_t cap = config_.disk_cap_bytes();
     const uint64_t low = uint64_t(double(cap) * config_.low_water_fraction);
     if ((!force_to_low_water && total <= cap) || total <= low) return;
-    EvictionInputs inputs{&index_, {}, foreign_stores_};
-    if (quarantine_bytes_ > 0) {
-      disk_->blobs().list(EnvBlobStore::kQuarantineFolder, &inputs.quarantined);
-    }
-    steps = plan_eviction(inputs, config_.eviction_policy, total - low);
+    steps = plan_eviction_locked(total - low, {});
   }
   apply_eviction(steps);
+}
+
+std::vector<EvictionStep> PrefixCache::plan_eviction_locked(uint64_t bytes,
+                                                            const std::vector<Hash128>& keep) {
+  EvictionInputs inputs{&index_, {}, foreign_stores_, keep};
+  if (quarantine_bytes_ > 0) {
+    disk_->blobs().list(EnvBlobStore::kQuarantineFolder, &inputs.quarantined);
+  }
+  return plan_eviction(inputs, config_.eviction_policy, bytes);
 }
 
 void PrefixCache::apply_eviction(const std::vector<EvictionStep>& steps) {
@@ -671,7 +826,8 @@ void PrefixCache::apply_eviction(const std::vector<EvictionStep>& steps) {
         if (on_disk) s = disk_->remove_snapshot(step.id);
         break;
     }
-    if (!s.ok()) log_warn("cache: eviction failed: " + s.ToString());
+    // A file already gone is evicted all the same; other failures are disk faults.
+    if (!s.ok() && s.code() != Status::Code::kNotFound) disk_health_.fault(s, "eviction");
     metrics_.count_eviction(step.reason);
   }
 }
@@ -834,6 +990,7 @@ Status PrefixCache::clear() {
   if (memory_) memory_->clear();
   if (!disk_) return Status::Ok();
   Status s = env_->remove_tree(disk_->dir());
+  if (s.code() == Status::Code::kNotFound) s = Status::Ok();  // deleted already: as cleared
   StoreScan scan;
   if (s.ok()) s = disk_->open(&scan);
   return s;
@@ -844,21 +1001,26 @@ void PrefixCache::gc() {
   if (!disk_) return;
   uint64_t freed = 0;
   disk_->clear_quarantine(&freed);
-  std::vector<EvictionStep> orphans;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     quarantine_bytes_ = 0;
-    if (index_.hybrid()) {
-      for (const auto& [h, chunk] : index_.chunks()) {
-        if (index_.chunk_refs(h) == 0) {
-          orphans.push_back(
-              {EvictionStep::Target::kChunk, {}, h, chunk.bytes, "unreferenced_chunk"});
-        }
+  }
+  collect_orphans();
+  evict_if_needed(false);
+}
+
+void PrefixCache::collect_orphans() {
+  std::vector<EvictionStep> orphans;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!index_.hybrid()) return;
+    for (const auto& [h, chunk] : index_.chunks()) {
+      if (index_.chunk_refs(h) == 0) {
+        orphans.push_back({EvictionStep::Target::kChunk, {}, h, chunk.bytes, "unreferenced_chunk"});
       }
     }
   }
   apply_eviction(orphans);
-  evict_if_needed(false);
 }
 
 CacheStats PrefixCache::stats() const {

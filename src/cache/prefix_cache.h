@@ -19,6 +19,7 @@
 
 #include "base/env.h"
 #include "cache/config.h"
+#include "cache/disk_health.h"
 #include "cache/disk_store.h"
 #include "cache/eviction.h"
 #include "cache/explain.h"
@@ -155,8 +156,26 @@ class PrefixCache {
   void open_store();
   void publish_in_memory(PendingWrite& write);
   void commit(PendingWrite& write);
-  bool commit_chunks(PendingWrite& write);
+  // Makes the write's chunks durable; `written` receives those this call put on disk.
+  bool commit_chunks(PendingWrite& write, std::vector<Hash128>* written);
   void count_write_error(const Status& s);
+  // Puts one file of `write`. On a full disk it evicts by the policy (never the write's own
+  // chunks) to make room for the whole write and tries once more, once per no-space episode.
+  Status put_making_room(const std::string& name, const std::vector<uint8_t>& bytes,
+                         const PendingWrite& write);
+  // Evicts at least `bytes` if the policy finds that much; returns what it freed.
+  uint64_t make_room(uint64_t bytes, const std::vector<Hash128>& keep);
+  // A write that failed removes the chunks it put on disk: no committed snapshot names them.
+  void undo_chunks(const std::vector<Hash128>& written);
+  // Chunks that no snapshot names (hybrid models: never restorable): removed.
+  void collect_orphans();
+  // The store folder was deleted or replaced while serving: what the index lists as on disk is
+  // gone. It is forgotten (RAM copies stay restorable) so the next captures write it again.
+  void check_store_folder();
+  // A file the index lists as on disk was not found: it and what depends on it are forgotten.
+  void forget_vanished(const std::string& name);
+  // Whether the index lists the file `name` as on local disk.
+  bool indexed_on_disk(const std::string& name);
   FetchedFile fetch(const std::string& name, bool allow_shared);
   // Hands what a restore read from the shared tier to the writer, to be kept on local disk.
   void adopt_from_shared(const ResumePoint& point,
@@ -174,6 +193,8 @@ class PrefixCache {
   bool worth_capturing(const Hash128& id, SnapshotKind kind) const;
   uint64_t disk_bytes_locked() const;
   void evict_if_needed(bool force_to_low_water);
+  // The policy's steps to free `bytes`, never touching `keep`. Caller holds mutex_.
+  std::vector<EvictionStep> plan_eviction_locked(uint64_t bytes, const std::vector<Hash128>& keep);
   void apply_eviction(const std::vector<EvictionStep>& steps);
   SnapshotListing listing_of(const SnapshotEntry& entry) const;
   bool read_tokens(const Hash128& id, std::vector<int32_t>* tokens);
@@ -190,6 +211,9 @@ class PrefixCache {
   uint64_t quarantine_bytes_ = 0;
   std::vector<BlobInfo> foreign_stores_;
   CacheMetrics metrics_;
+  DiskHealth disk_health_{metrics_};
+  // Writer thread only: a full disk already made room once since the last successful write.
+  bool room_made_for_no_space_ = false;
   std::function<uint64_t()> available_memory_;
   std::function<int64_t()> now_ms_;
   std::unique_ptr<SnapshotWriter> writer_;  // last: stopped first

@@ -88,8 +88,11 @@ class CacheHooks {
   // history for the idle pre-fill.
   virtual void on_generation_end(std::span<const int32_t> tokens, const StateSource& session,
                                  CanonicalHistory next_turn) {}
-  // The client went away or the server is stopping: what was generated so far.
-  virtual void on_interrupted(std::span<const int32_t> tokens, const StateSource& session) {}
+  // The client went away or the server is stopping: `tokens` is what the client holds, the
+  // prompt (or the part of it prefilled) and the generated tokens whose text reached it. The
+  // session may hold more (generation ran ahead of a slow or vanished client) or the last token
+  // not yet fed; the hook may rewind or advance it.
+  virtual void on_interrupted(std::span<const int32_t> tokens, InferenceSession& session) {}
   // A request ended: a good time for background work (canonical-history pre-fill), before the
   // next request if it needs that work, else while none waits. `session` holds the last
   // request's state and may be advanced or reset by the hook, which must return promptly once

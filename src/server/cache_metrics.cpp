@@ -64,6 +64,10 @@ void export_cache_metrics(MetricsRegistry& registry, const PrefixCache& cache) {
       "qmlx_shared_tier_call_seconds", "Time of one shared-tier call (get, put, probe)", seconds);
   Gauge& shared_breaker = registry.gauge("qmlx_shared_tier_breaker_open",
                                          "1 while a shared-tier node's circuit breaker is open");
+  Counter& disk_errors = registry.counter(
+      "qmlx_disk_cache_errors_total",
+      "Failed file operations of the disk tier (each a miss or a skipped checkpoint), by kind",
+      {"kind"});
 
   registry.on_scrape([&, &cache = cache] {
     CacheStats s = cache.stats();
@@ -93,6 +97,7 @@ void export_cache_metrics(MetricsRegistry& registry, const PrefixCache& cache) {
     shared_deleted.set_total(double(s.shared.corrupt_deleted));
     mirror(shared_seconds, s.shared.call_seconds);
     shared_breaker.set(s.shared.breaker_open ? 1 : 0);
+    mirror(disk_errors, s.disk_errors);
   });
 }
 

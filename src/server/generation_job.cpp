@@ -11,6 +11,12 @@ double GenerationStats::decode_tokens_per_second() const {
   return decode_ms > 0 && completion_tokens > 1 ? (completion_tokens - 1) * 1000.0 / decode_ms : 0;
 }
 
+void GenerationJob::mark_delivered(int64_t settled_tokens) {
+  int64_t known = delivered_.load();
+  while (settled_tokens > known && !delivered_.compare_exchange_weak(known, settled_tokens)) {
+  }
+}
+
 void GenerationJob::publish(GenerationEvent event) {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -1,7 +1,8 @@
 // GenerationJob: one request travelling from an HTTP thread to the engine thread and back.
 // The engine thread publishes events (prefill progress, output deltas, the end) into the
 // job's channel; the HTTP thread consumes them, turns them into JSON or SSE, and raises
-// `cancelled` when the client goes away, which the engine checks between decode steps.
+// `cancelled` when the client goes away, which the engine checks between decode steps; a stream
+// also reports how much of the reply reached the client (mark_delivered).
 #pragma once
 
 #include <atomic>
@@ -50,9 +51,12 @@ struct GenerationStats {
 struct GenerationEvent {
   enum class Kind { kProgress, kOutput, kDone, kError };
   Kind kind = Kind::kOutput;
-  PromptProgress progress;                    // kProgress
-  OutputDelta delta;                          // kOutput
-  std::vector<TokenLogprob> logprobs;         // kOutput: the tokens generated since the last event
+  PromptProgress progress;             // kProgress
+  OutputDelta delta;                   // kOutput
+  std::vector<TokenLogprob> logprobs;  // kOutput: the tokens generated since the last event
+  // kOutput: the generated tokens whose text this event and the earlier ones hold in full (text
+  // held back by the stop matcher, the output parser or an unfinished character does not count)
+  int64_t settled_tokens = 0;
   FinishReason finish = FinishReason::kStop;  // kDone
   std::string stop_sequence;                  // kDone, when a stop string matched
   GenerationStats stats;                      // kDone
@@ -74,6 +78,13 @@ class GenerationJob {
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
 
+  // The stream's writer tells, after each event written to the client, the event's
+  // settled_tokens: the client has the text of that many generated tokens. A stream cut short
+  // is checkpointed there (the `interrupted` snapshot), not where generation had got to.
+  void mark_delivered(int64_t settled_tokens);
+  // 0 until a stream reported delivery (a whole response delivers nothing before its end).
+  int64_t delivered_tokens() const { return delivered_.load(); }
+
   void publish(GenerationEvent event);
   // The next event, or nullopt when none arrived within `timeout`.
   std::optional<GenerationEvent> next(std::chrono::milliseconds timeout);
@@ -84,6 +95,7 @@ class GenerationJob {
   const RenderedPrompt prompt_;
   const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   std::atomic<bool> cancelled_{false};
+  std::atomic<int64_t> delivered_{0};
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<GenerationEvent> events_;

@@ -187,6 +187,7 @@ class StreamSession {
         return true;
       }
       if (!write(render(*event))) return false;
+      ctx_.job->mark_delivered(event->settled_tokens);
     }
   }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <random>
 
 #include "base/logging.h"
@@ -44,9 +45,15 @@ class OutputPipeline {
 
   void add_logprob(TokenLogprob logprob) { pending_logprobs_.push_back(std::move(logprob)); }
 
+  // Adds the detokenizer's text; `complete_tokens` is how many generated tokens have all their
+  // bytes in the text pushed so far (0: the last token's character is not finished yet).
   // Returns true when a stop string matched.
-  bool push(const std::string& text) {
-    emit(stops_.push(text), false);
+  bool push(const std::string& text, int64_t complete_tokens) {
+    fed_bytes_ += text.size();
+    if (complete_tokens > 0) token_ends_.push_back({fed_bytes_, complete_tokens});
+    std::string released = stops_.push(text);
+    released_bytes_ += released.size();
+    emit(released, false);
     return stops_.matched().has_value();
   }
 
@@ -72,7 +79,19 @@ class OutputPipeline {
     }
     event.logprobs.swap(pending_logprobs_);
     if (event.delta.empty() && event.logprobs.empty()) return;
+    event.settled_tokens = settled_tokens(at_end);
     job_.publish(std::move(event));
+  }
+
+  // The generated tokens whose bytes have all left the pipeline (emitted, or dropped as framing).
+  int64_t settled_tokens(bool at_end) {
+    const size_t held = at_end || !parser_ ? 0 : parser_->held_bytes();
+    const size_t settled = released_bytes_ - std::min(released_bytes_, held);
+    while (!token_ends_.empty() && token_ends_.front().first <= settled) {
+      settled_tokens_ = token_ends_.front().second;
+      token_ends_.pop_front();
+    }
+    return settled_tokens_;
   }
 
   static void append(OutputDelta& into, const OutputDelta& more) {
@@ -85,6 +104,12 @@ class OutputPipeline {
   StopMatcher stops_;
   std::optional<OutputParser> parser_;
   std::vector<TokenLogprob> pending_logprobs_;
+  // Bytes pushed in, bytes the stop matcher let through, and (byte offset, token count) at each
+  // token whose text ended there, not yet settled.
+  size_t fed_bytes_ = 0;
+  size_t released_bytes_ = 0;
+  std::deque<std::pair<size_t, int64_t>> token_ends_;
+  int64_t settled_tokens_ = 0;
 };
 
 class Run {
@@ -218,7 +243,9 @@ class Run {
         break;
       }
       history.push_back(token);
-      if (output.push(detokenizer.push(token))) {
+      const std::string text = detokenizer.push(token);
+      const int64_t complete = detokenizer.holds_partial() ? 0 : int64_t(generated_.size());
+      if (output.push(text, complete)) {
         reason = FinishReason::kStopSequence;
         break;
       }
@@ -231,7 +258,9 @@ class Run {
       hooks_.on_decode_step(view_, history, session_.state_source());
     }
     // The detokenizer's flush may complete a stop string too.
-    if (reason != FinishReason::kStopSequence) output.push(detokenizer.finish());
+    if (reason != FinishReason::kStopSequence) {
+      output.push(detokenizer.finish(), int64_t(generated_.size()));
+    }
     if (output.matched_stop()) {
       reason = FinishReason::kStopSequence;
       stop_sequence_ = *output.matched_stop();
@@ -250,9 +279,14 @@ class Run {
     std::vector<int32_t> tokens = prompt_ids_;
     tokens.insert(tokens.end(), generated_.begin(), generated_.end());
     if (reason == FinishReason::kCancelled) {
-      std::span<const int32_t> done(tokens.data(),
-                                    std::min<size_t>(tokens.size(), session_.position()));
-      hooks_.on_interrupted(done, session_.state_source());
+      // What the client holds: the prompt (the part prefilled, when it left during prefill)
+      // and the generated tokens whose text reached it, however far generation had got.
+      const size_t kept =
+          generated_.empty()
+              ? std::min<size_t>(tokens.size(), session_.position())
+              : prompt_ids_.size() + size_t(std::clamp<int64_t>(job_.delivered_tokens(), 0,
+                                                                int64_t(generated_.size())));
+      hooks_.on_interrupted(std::span<const int32_t>(tokens.data(), kept), session_);
     } else {
       hooks_.on_generation_end(tokens, session_.state_source(), next_turn_renderer());
     }

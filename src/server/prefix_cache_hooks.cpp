@@ -41,6 +41,7 @@ CacheLookupResult PrefixCacheHooks::lookup_and_restore(const PromptView& prompt,
   live_.clear();  // known again when this request ends
   edit_stops_.clear();
   head_tokens_ = std::max<int64_t>(0, prompt.last_message_end);
+  prompt_tokens_ = int64_t(prompt.ids.size());
   RestoreResult result = cache_.restore(prompt.ids, session.state_sink(), {live, false});
   CacheLookupResult out;
   out.cached_tokens = result.hit ? result.cached_tokens : 0;
@@ -157,9 +158,24 @@ void PrefixCacheHooks::on_generation_end(std::span<const int32_t> tokens,
                tokens.begin() + std::clamp<int64_t>(session.position(), 0, int64_t(tokens.size())));
 }
 
-void PrefixCacheHooks::on_interrupted(std::span<const int32_t> tokens, const StateSource& session) {
-  cache_.capture(session, tokens, SnapshotKind::kInterrupted);
+void PrefixCacheHooks::on_interrupted(std::span<const int32_t> tokens, InferenceSession& session) {
   pending_history_ = nullptr;
+  live_.clear();
+  const int64_t kept = int64_t(tokens.size());
+  if (session.position() > kept) {
+    // Generation ran ahead of what reached the client. A recurrent state cannot be rewound:
+    // restore the deepest resume point (the prompt's end, in RAM) and prefill the delivered
+    // reply again. Nothing delivered, or a prompt not restorable yet (that would cost a whole
+    // prefill): the prompt_end snapshot already covers what the client has.
+    if (kept <= prompt_tokens_) return;
+    RestoreResult restored = cache_.restore(tokens, session.state_sink(), {0, /*quiet=*/true});
+    if (!restored.hit || restored.cached_tokens < prompt_tokens_) {
+      session.reset();
+      return;
+    }
+  }
+  if (session.position() < kept) session.prefill(tokens.subspan(size_t(session.position())));
+  cache_.capture(session.state_source(), tokens, SnapshotKind::kInterrupted);
   live_.assign(tokens.begin(), tokens.end());
 }
 

@@ -32,7 +32,8 @@ class PrefixCacheHooks : public CacheHooks {
                       const StateSource& session) override;
   void on_generation_end(std::span<const int32_t> tokens, const StateSource& session,
                          CanonicalHistory next_turn) override;
-  void on_interrupted(std::span<const int32_t> tokens, const StateSource& session) override;
+  // Checkpoints exactly what reached the client (rewinding a session that ran ahead of it).
+  void on_interrupted(std::span<const int32_t> tokens, InferenceSession& session) override;
   void on_idle(InferenceSession& session, const IdlePreemption& preempted) override;
   void flush() override;
 
@@ -63,6 +64,7 @@ class PrefixCacheHooks : public CacheHooks {
   CanonicalHistory pending_history_;
   std::vector<int32_t> pending_head_;
   int64_t head_tokens_ = 0;
+  int64_t prompt_tokens_ = 0;  // the current request's prompt length
   std::vector<int32_t> live_;
   // The current request's edit points that its prefill stops at (checkpoint_positions).
   std::vector<int64_t> edit_stops_;

@@ -62,7 +62,7 @@ std::vector<std::string> order(const std::vector<EvictionStep>& steps) {
 }
 
 EvictionInputs inputs(const CacheIndex& index) {
-  return EvictionInputs{&index, {{"quarantine/x", 5}}, {{"/cache/other", 50}}};
+  return EvictionInputs{&index, {{"quarantine/x", 5}}, {{"/cache/other", 50}}, {}};
 }
 
 TEST(EvictionPlan, UnmatchableFirstFreesTheUnrestorableThenLowValueKinds) {

@@ -24,12 +24,17 @@ TEST_F(Faults, NoSpaceDropsWritesCountsThemAndKeepsServing) {
   auto cache = open(&env);
   std::vector<int32_t> first = make_tokens(31, 40);
   capture(*cache, first, SnapshotKind::kMessageBoundary);
+  std::vector<int32_t> low_value = make_tokens(30, 40);
+  capture(*cache, low_value, SnapshotKind::kInterval);
   env.fail_nth(FaultEnv::Op::kWrite, 1, Status::NoSpace("disk full"), /*persistent=*/true);
   capture(*cache, make_tokens(32, 40), SnapshotKind::kMessageBoundary);
   capture(*cache, concat(first, make_tokens(33, 20)), SnapshotKind::kPromptEnd);
   CacheStats stats = cache->stats();
   EXPECT_EQ(stats.checkpoint_dropped.at("no_space"), 2u);
   EXPECT_EQ(stats.checkpoint_writes.at("message_boundary"), 1u);
+  // The full disk made room once, by the policy (the least valuable snapshot), then gave up.
+  EXPECT_EQ(stats.evictions.at("low_value"), 1u);
+  EXPECT_FALSE(restore_and_check(*cache, concat(low_value, {5})).hit);
   EXPECT_EQ(restore_and_check(*cache, concat(first, {5})).cached_tokens, 40);
   EXPECT_FALSE(restore_and_check(*cache, make_tokens(32, 41)).hit);
 

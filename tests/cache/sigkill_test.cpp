@@ -35,7 +35,8 @@ std::vector<int32_t> conversation(int i) {
   for (int i = 0;; ++i) {
     std::vector<int32_t> tokens = conversation(i % 400);
     test::FakeSession session = test::FakeSession::prefilled(layout, tokens);
-    cache.capture(session, tokens, i % 3 ? SnapshotKind::kMessageBoundary : SnapshotKind::kInterval);
+    cache.capture(session, tokens,
+                  i % 3 ? SnapshotKind::kMessageBoundary : SnapshotKind::kInterval);
   }
 }
 

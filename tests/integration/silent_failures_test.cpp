@@ -2,7 +2,8 @@
 //   1. a per-turn id in the system prompt: a MISS whose divergence line names the position of
 //      the id and shows its text on both sides;
 //   2. a reply interrupted by a disconnect: the next turn, which contains the partial reply,
-//      hits past it (the `interrupted` snapshot);
+//      hits past it (the `interrupted` snapshot), which holds exactly what the client received
+//      even when generation ran ahead of it;
 //   3. a flood of `interval` snapshots under a small disk cap never evicts the snapshot the
 //      next turn needs.
 #include <gtest/gtest.h>
@@ -21,8 +22,8 @@ class SilentFailures : public TinyModelCacheTest {
 };
 
 ordered_json conversation(const std::string& system, const std::string& user) {
-  return ordered_json::array({{{"role", "system"}, {"content", system}},
-                              {{"role", "user"}, {"content", user}}});
+  return ordered_json::array(
+      {{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", user}}});
 }
 
 TEST_F(SilentFailures, PerTurnIdInSystemPromptIsExplained) {
@@ -55,9 +56,9 @@ TEST_F(SilentFailures, InterruptedReplyIsKept) {
   ASSERT_EQ(cut.finish, server::FinishReason::kCancelled);
   ASSERT_GE(cut.generated.size(), 6u);
   ASSERT_LT(cut.generated.size(), 40u);
-  // The agent keeps what it streamed and continues the conversation after it.
+  // The agent keeps what it received and continues the conversation after it.
   std::vector<int32_t> next = prompt;
-  next.insert(next.end(), cut.generated.begin(), cut.generated.end() - 1);
+  next.insert(next.end(), cut.generated.begin(), cut.generated.begin() + cut.delivered);
   std::vector<int32_t> more = runtime_->tokenizer->encode("<|im_end|>\n<|im_start|>user\nGo on.");
   next.insert(next.end(), more.begin(), more.end());
   // Another client's request in between: the engine's session no longer holds the cut reply,
@@ -68,6 +69,46 @@ TEST_F(SilentFailures, InterruptedReplyIsKept) {
       << "restored " << warm_next.stats.cached_tokens << " (" << warm_next.stats.cache.kind << ")";
   EXPECT_EQ(warm_next.stats.cache.kind, "interrupted");
   EXPECT_EQ(warm_next.generated, cold.complete(next, 5).generated);
+}
+
+// Issue 17 row 14: generation runs ahead of a client that is going away (here 5 output events
+// were generated that never reached it). The `interrupted` checkpoint holds exactly what the
+// client received, so a retry that carries the partial reply restores all of it.
+TEST_F(SilentFailures, InterruptedCheckpointHoldsWhatTheClientReceived) {
+  TurnHarness warm(runtime_, config_);
+  TurnHarness cold(runtime_, std::nullopt);
+  std::vector<int32_t> prompt = runtime_->tokenizer->encode(
+      "<|im_start|>user\nWrite a long story about a linker.<|im_end|>\n<|im_start|>assistant\n");
+  TurnResult cut = warm.complete(prompt, 40, /*cancel_after=*/6, /*unread=*/5);
+  ASSERT_EQ(cut.finish, server::FinishReason::kCancelled);
+  ASSERT_GE(cut.delivered, 6);
+  ASSERT_GE(int64_t(cut.generated.size()), cut.delivered + 5) << "the engine did not run ahead";
+  // What the client received is exactly the text of the delivered tokens.
+  const std::vector<int32_t> received(cut.generated.begin(), cut.generated.begin() + cut.delivered);
+  EXPECT_EQ(cut.reply.content, runtime_->tokenizer->decode(received));
+
+  auto retry_with = [&](const std::string& next_message) {
+    std::vector<int32_t> retry = prompt;
+    retry.insert(retry.end(), received.begin(), received.end());
+    std::vector<int32_t> more =
+        runtime_->tokenizer->encode("<|im_end|>\n<|im_start|>user\n" + next_message);
+    retry.insert(retry.end(), more.begin(), more.end());
+    return retry;
+  };
+  const int64_t whole_reply = int64_t(prompt.size()) + cut.delivered;
+  // The engine's session holds the delivered reply: the next request continues from it at once.
+  std::vector<int32_t> retry = retry_with("Go on.");
+  TurnResult live = warm.complete(retry, 5);
+  EXPECT_EQ(live.stats.cached_tokens, whole_reply)
+      << live.stats.cache.kind << " " << live.stats.cache.tier;
+  EXPECT_EQ(live.generated, cold.complete(retry, 5).generated);
+  // After another client's request, it comes back from the `interrupted` snapshot, whole.
+  warm.complete(runtime_->tokenizer->encode("Another client's prompt."), 2);
+  retry = retry_with("Continue from there, please.");
+  TurnResult warm_retry = warm.complete(retry, 5);
+  EXPECT_EQ(warm_retry.stats.cache.kind, "interrupted");
+  EXPECT_EQ(warm_retry.stats.cached_tokens, whole_reply);
+  EXPECT_EQ(warm_retry.generated, cold.complete(retry, 5).generated);
 }
 
 TEST_F(SilentFailures, IntervalFloodNeverEvictsTheNextTurnsSnapshot) {

@@ -96,27 +96,27 @@ void TurnHarness::idle(int preempt_after, const std::vector<int32_t>& waiting) {
 }
 
 TurnResult TurnHarness::chat(const nlohmann::ordered_json& messages,
-                             const nlohmann::ordered_json& tools, int max_tokens,
-                             int cancel_after) {
+                             const nlohmann::ordered_json& tools, int max_tokens, int cancel_after,
+                             int unread) {
   server::GenerationRequest request = greedy_request(server::Route::kChatCompletions, max_tokens);
   request.messages = messages;
   request.tools = tools;
   server::RenderedPrompt prompt =
       runtime_->render_chat(messages, tools, true, nlohmann::ordered_json::object());
-  return run(std::move(request), std::move(prompt), cancel_after);
+  return run(std::move(request), std::move(prompt), cancel_after, unread);
 }
 
-TurnResult TurnHarness::complete(const std::vector<int32_t>& ids, int max_tokens,
-                                 int cancel_after) {
+TurnResult TurnHarness::complete(const std::vector<int32_t>& ids, int max_tokens, int cancel_after,
+                                 int unread) {
   server::GenerationRequest request = greedy_request(server::Route::kCompletions, max_tokens);
   request.prompt_ids = ids;
   server::RenderedPrompt prompt;
   prompt.ids = ids;
-  return run(std::move(request), std::move(prompt), cancel_after);
+  return run(std::move(request), std::move(prompt), cancel_after, unread);
 }
 
 TurnResult TurnHarness::run(server::GenerationRequest request, server::RenderedPrompt prompt,
-                            int cancel_after) {
+                            int cancel_after, int unread) {
   TurnResult result;
   result.prompt = prompt.ids;
   auto job =
@@ -133,10 +133,18 @@ TurnResult TurnHarness::run(server::GenerationRequest request, server::RenderedP
       continue;
     }
     if (event->kind == server::GenerationEvent::Kind::kOutput) {
+      if (cancel_after > 0 && streamed >= size_t(cancel_after)) {
+        // Past the cut the client receives nothing: `unread` events lag, then it is noticed.
+        if (--unread <= 0) job->cancel();
+        continue;
+      }
       result.reply.append(event->delta);
-      // The client counts what it received; the engine may be a token ahead when it notices.
+      // The client counts what it received, as a stream's writer does (mark_delivered); the
+      // engine may be ahead when it notices the disconnect.
+      job->mark_delivered(event->settled_tokens);
+      result.delivered = job->delivered_tokens();
       streamed += std::max<size_t>(1, event->logprobs.size());
-      if (cancel_after > 0 && streamed >= size_t(cancel_after)) job->cancel();
+      if (cancel_after > 0 && streamed >= size_t(cancel_after) && unread <= 0) job->cancel();
     } else if (event->kind == server::GenerationEvent::Kind::kDone) {
       result.finish = event->finish;
       result.stats = event->stats;

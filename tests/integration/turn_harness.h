@@ -30,6 +30,7 @@ std::string write_tiny_model(modelgen::Arch arch, const std::string& dir, uint64
 struct TurnResult {
   std::vector<int32_t> prompt;     // the prompt's token ids
   std::vector<int32_t> generated;  // every generated token
+  int64_t delivered = 0;           // generated tokens whose text the client received
   ParsedOutput reply;              // as the client receives it
   server::FinishReason finish = server::FinishReason::kStop;
   server::GenerationStats stats;
@@ -42,12 +43,15 @@ class TurnHarness {
               std::optional<CacheConfig> cache_config);
   ~TurnHarness();
 
-  // One chat request at temperature 0. cancel_after > 0 disconnects the client once that many
-  // tokens were generated (the reply is then what was streamed so far).
+  // One chat request at temperature 0. cancel_after > 0 disconnects the client once it received
+  // that many tokens (the reply is then what was streamed so far); with `unread` > 0 that many
+  // more output events are generated but never reach it (a writer that lags behind the engine)
+  // before the disconnect is noticed.
   TurnResult chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                  int max_tokens, int cancel_after = 0);
+                  int max_tokens, int cancel_after = 0, int unread = 0);
   // One completions request on raw token ids.
-  TurnResult complete(const std::vector<int32_t>& prompt, int max_tokens, int cancel_after = 0);
+  TurnResult complete(const std::vector<int32_t>& prompt, int max_tokens, int cancel_after = 0,
+                      int unread = 0);
 
   // The engine went idle: runs the cache's idle work (canonical-history pre-fill). With
   // preempt_after >= 0 a request with prompt `waiting` "arrives" after that many preemption
@@ -61,8 +65,8 @@ class TurnHarness {
   const server::ModelRuntime& runtime() const { return *runtime_; }
 
  private:
-  TurnResult run(server::GenerationRequest request, server::RenderedPrompt prompt,
-                 int cancel_after);
+  TurnResult run(server::GenerationRequest request, server::RenderedPrompt prompt, int cancel_after,
+                 int unread);
   void open_cache();
 
   std::shared_ptr<const server::ModelRuntime> runtime_;

@@ -605,12 +605,20 @@ TEST_F(ApiServerTest, DisconnectStopsGenerationAndCallsOnInterrupted) {
   req.path = "/v1/chat/completions";
   req.headers = {{"Authorization", "Bearer x"}, {"Content-Type", "application/json"}};
   req.body = chat("x", {{"stream", true}}).dump();
-  size_t received = 0;
-  req.content_receiver = [&](const char*, size_t n, uint64_t, uint64_t) {
-    received += n;
-    return received < 2000;  // hang up after a few chunks
+  std::string received;
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    received.append(data, n);
+    return received.size() < 2000;  // hang up after a few chunks
   };
   client_->send(req);
+  // The reply text the client saw (whole SSE events only).
+  size_t seen = 0;
+  for (const auto& e : parse_sse(received.substr(0, received.rfind("\n\n") + 2))) {
+    if (e.data.empty() || e.data == "[DONE]") continue;
+    json chunk = json::parse(e.data);
+    if (!chunk["choices"].empty()) seen += chunk["choices"][0]["delta"].value("content", "").size();
+  }
+  ASSERT_GT(seen, 0u);
   for (int i = 0; i < 200; ++i) {
     {
       std::lock_guard<std::mutex> lock(hooks_.mutex);
@@ -629,6 +637,10 @@ TEST_F(ApiServerTest, DisconnectStopsGenerationAndCallsOnInterrupted) {
           .ids.size();
   EXPECT_GT(hooks_.interrupted[0].size(), prompt);
   EXPECT_LT(hooks_.interrupted[0].size(), prompt + 200);
+  // It holds what the stream delivered (one token per character here): at least what the client
+  // read, never more than was generated.
+  EXPECT_GE(hooks_.interrupted[0].size(), prompt + seen);
+  EXPECT_LE(int64_t(hooks_.interrupted[0].size()), hooks_.interrupted_session_positions[0] + 1);
 }
 
 TEST_F(ApiServerTest, ANonStreamingRequestWhoseClientLeftIsCancelled) {

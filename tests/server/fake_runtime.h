@@ -32,13 +32,14 @@ class RecordingHooks : public CacheHooks {
   void on_prompt_end(const PromptView& prompt, const StateSource& session) override;
   void on_generation_end(std::span<const int32_t> tokens, const StateSource& session,
                          CanonicalHistory next_turn) override;
-  void on_interrupted(std::span<const int32_t> tokens, const StateSource& session) override;
+  void on_interrupted(std::span<const int32_t> tokens, InferenceSession& session) override;
   void flush() override { flushed = true; }
 
   std::mutex mutex;
   int prompt_ends = 0;
   int generation_ends = 0;
   std::vector<std::vector<int32_t>> interrupted;
+  std::vector<int64_t> interrupted_session_positions;  // how far generation had got
   std::atomic<bool> flushed{false};
 };
 

@@ -51,6 +51,11 @@ OutputDelta OutputParser::finish() {
   return out;
 }
 
+size_t OutputParser::held_bytes() const {
+  if (state_ != State::kToolCall) return pending_.size();
+  return block_prefix_.size() + kToolCallOpen.size() + pending_.size();
+}
+
 OutputDelta OutputParser::advance(bool at_end) {
   OutputDelta out;
   while (step(out, at_end)) {

@@ -76,6 +76,9 @@ class OutputParser {
 
   // Everything emitted so far, aggregated.
   const ParsedOutput& result() const { return result_; }
+  // Bytes fed but not settled yet: held back (a possible partial tag, an open tool-call block
+  // with its tag and the whitespace before it) rather than emitted or dropped as framing.
+  size_t held_bytes() const;
 
  private:
   enum class State {

@@ -23,6 +23,7 @@ std::string StreamingDetokenizer::push(int32_t id) {
            std::string_view(text).substr(0, stable).ends_with(kReplacementUtf8)) {
       stable -= kReplacementUtf8.size();
     }
+    holds_partial_ = stable < text.size();
     if (stable <= emitted_bytes_) return {};
     std::string out = text.substr(emitted_bytes_, stable - emitted_bytes_);
     emitted_bytes_ = stable;
@@ -32,10 +33,12 @@ std::string StreamingDetokenizer::push(int32_t id) {
   size_t complete = utf8::complete_prefix_length(pending_);
   std::string out = utf8::to_valid_lossy(std::string_view(pending_).substr(0, complete));
   pending_.erase(0, complete);
+  holds_partial_ = !pending_.empty();
   return out;
 }
 
 std::string StreamingDetokenizer::finish() {
+  holds_partial_ = false;
   if (!tokenizer_.decodes_per_token()) {
     std::string text = tokenizer_.decode(ids_, skip_special_);
     std::string out = text.size() > emitted_bytes_ ? text.substr(emitted_bytes_) : std::string();

@@ -53,6 +53,9 @@ class StreamingDetokenizer {
   std::string push(int32_t id);
   // Whatever remains (an incomplete trailing sequence is emitted as decode() would).
   std::string finish();
+  // Whether bytes of the ids pushed so far wait for the rest of their character: the text of
+  // the last id is complete only when nothing is held.
+  bool holds_partial() const { return holds_partial_; }
 
  private:
   const Tokenizer& tokenizer_;
@@ -60,6 +63,7 @@ class StreamingDetokenizer {
   std::vector<int32_t> ids_;
   size_t emitted_bytes_ = 0;
   std::string pending_;
+  bool holds_partial_ = false;
 };
 
 }  // namespace qmlx
