@@ -1,5 +1,6 @@
 #include "server/request_parser.h"
 
+#include "base/json_depth.h"
 #include "server/reasoning_signature.h"
 
 namespace qmlx::server {
@@ -41,6 +42,11 @@ std::optional<int64_t> integer_field(const json& body, const char* key, int64_t 
   int64_t x = v->get<int64_t>();
   if (x < lo) bad_field(key, "must be at least " + std::to_string(lo));
   return x;
+}
+
+std::string too_deep_text() {
+  return "nests arrays and objects more than " + std::to_string(kMaxJsonDepth) +
+         " levels deep (the limit)";
 }
 
 bool bool_field(const json& body, const char* key, bool fallback) {
@@ -126,7 +132,9 @@ std::string content_text(const json& content, const std::string& path) {
 json arguments_object(const json& arguments, const std::string& path) {
   if (arguments.is_object()) return arguments;
   if (!arguments.is_string()) bad_field(path, "must be a JSON string");
-  json parsed = json::parse(arguments.get<std::string>(), nullptr, false);
+  const std::string& text = arguments.get_ref<const std::string&>();
+  if (!json_depth_within_limit(text)) bad_field(path, too_deep_text());
+  json parsed = json::parse(text, nullptr, false);
   if (parsed.is_discarded() || !parsed.is_object()) return arguments;
   return parsed;
 }
@@ -464,6 +472,9 @@ std::string requested_model(const json& body) {
 }
 
 json parse_body(const std::string& body) {
+  if (!json_depth_within_limit(body)) {
+    throw ApiError(400, "the request body " + too_deep_text());
+  }
   json parsed = json::parse(body, nullptr, false);
   if (parsed.is_discarded()) throw ApiError(400, "malformed JSON in the request body");
   if (!parsed.is_object()) throw ApiError(400, "the request body must be a JSON object");

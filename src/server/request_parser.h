@@ -49,6 +49,8 @@ std::optional<double> number_field(const nlohmann::ordered_json& body, const cha
                                    double hi);
 std::optional<int64_t> integer_field(const nlohmann::ordered_json& body, const char* key,
                                      int64_t lo);
+// "nests arrays and objects more than 256 levels deep (the limit)", for JSON over kMaxJsonDepth.
+std::string too_deep_text();
 bool bool_field(const nlohmann::ordered_json& body, const char* key, bool fallback);
 // "model" as a string, "" when absent.
 std::string model_field(const nlohmann::ordered_json& body);
