@@ -251,14 +251,13 @@ void parse_reasoning(const json& body, GenerationRequest& r) {
   }
 }
 
-// Structured output (text.format json_schema) is not enforced: the model answers in free text.
+// text.format: free text only (check_text_format); text.verbosity is left to the model.
 void parse_text(const json& body) {
   const json* text = optional_field(body, "text");
   if (text == nullptr) return;
   if (!text->is_object()) bad_field("text", "must be an object");
-  const json* format = optional_field(*text, "format");
-  if (format != nullptr && format->is_object() && format->value("type", "") == "json_schema") {
-    log_info("responses: text.format json_schema is not enforced (the reply is free text)");
+  if (const json* format = optional_field(*text, "format")) {
+    check_text_format(*format, "text.format");
   }
 }
 
@@ -323,11 +322,12 @@ GenerationRequest parse_responses_request(const json& body, const SamplingDefaul
   }
   r.messages = messages.finish();
   parse_tool_choice(body, r);
+  check_tool_choice(r);
   parse_reasoning(body, r);
   parse_text(body);
   r.stream = bool_field(body, "stream", false);
-  if (auto limit = integer_field(body, "max_output_tokens", 1)) {
-    r.max_tokens = static_cast<int>(std::min<int64_t>(*limit, 1 << 30));
+  if (auto limit = integer_field(body, "max_output_tokens", 1, INT32_MAX)) {
+    r.max_tokens = capped_max_tokens(*limit);
   }
   r.sampling = parse_sampling(body, defaults);
   info->store = bool_field(body, "store", true);
