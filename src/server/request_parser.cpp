@@ -506,6 +506,35 @@ void check_text_format(const json& format, const std::string& path) {
   bad_field(path + ".type", "must be text, json_object or json_schema");
 }
 
+TokenizeRequest parse_tokenize_request(const json& body) {
+  TokenizeRequest r;
+  const json& content = required_field(body, "content", "content");
+  if (!content.is_string()) bad_field("content", "must be a string");
+  r.content = content.get<std::string>();
+  r.parse_special = bool_field(body, "parse_special", true);
+  r.with_pieces = bool_field(body, "with_pieces", false);
+  return r;
+}
+
+std::vector<int32_t> parse_detokenize_request(const json& body, int64_t vocab_size) {
+  const json& tokens = required_field(body, "tokens", "tokens");
+  if (!tokens.is_array()) bad_field("tokens", "must be an array of token ids");
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const json& id = tokens[i];
+    const bool in_vocab = id.is_number_unsigned() ? id.get<uint64_t>() < uint64_t(vocab_size)
+                          : id.is_number_integer()
+                              ? id.get<int64_t>() >= 0 && id.get<int64_t>() < vocab_size
+                              : false;
+    if (!in_vocab) {
+      throw ApiError(400, "tokens[" + std::to_string(i) + "] is not a token id of this model",
+                     "tokens");
+    }
+    ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  }
+  return ids;
+}
+
 std::string requested_model(const json& body) {
   auto it = body.find("model");
   return it != body.end() && it->is_string() ? it->get<std::string>() : "";

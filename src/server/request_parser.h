@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,17 @@ GenerationRequest parse_completion_request(const nlohmann::ordered_json& body,
                                            const SamplingDefaults& defaults);
 GenerationRequest parse_messages_request(const nlohmann::ordered_json& body,
                                          const SamplingDefaults& defaults);
+
+// POST /tokenize: {"content": string, "parse_special": true, "with_pieces": false}.
+struct TokenizeRequest {
+  std::string content;
+  bool parse_special = true;
+  bool with_pieces = false;
+};
+TokenizeRequest parse_tokenize_request(const nlohmann::ordered_json& body);
+// POST /detokenize: {"tokens": [ids]}, each id below `vocab_size`.
+std::vector<int32_t> parse_detokenize_request(const nlohmann::ordered_json& body,
+                                              int64_t vocab_size);
 
 // The body's `model` when it is a string, else empty (the parsers report a wrong type). Routes
 // check it before parsing the rest, so a request for another model is told that first.

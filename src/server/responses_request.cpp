@@ -173,9 +173,10 @@ json custom_parameters(const json& tool, const std::string& path) {
   std::string about = "The raw input text of the tool (plain text, not JSON)";
   if (const json* format = optional_field(tool, "format")) {
     if (!format->is_object()) bad_field(path + ".format", "must be an object");
-    if (format->value("type", "") == "grammar") {
-      about += ". It must match this " + format->value("syntax", std::string("grammar")) +
-               " grammar:\n" + optional_string(*format, "definition", path + ".format.definition");
+    if (optional_string(*format, "type", path + ".format.type") == "grammar") {
+      std::string syntax = optional_string(*format, "syntax", path + ".format.syntax");
+      about += ". It must match this " + (syntax.empty() ? "grammar" : syntax) + " grammar:\n" +
+               optional_string(*format, "definition", path + ".format.definition");
     }
   }
   return {{"type", "object"},
@@ -231,7 +232,8 @@ void parse_tool_choice(const json& body, GenerationRequest& r) {
     }
     // allowed_tools narrows the set (not enforced: every tool stays offered); a built-in
     // tool type cannot be forced on a local model.
-    mode = type == "allowed_tools" ? v->value("mode", std::string("auto")) : "auto";
+    mode = type == "allowed_tools" ? optional_string(*v, "mode", "tool_choice.mode") : "auto";
+    if (mode.empty()) mode = "auto";
   } else if (!v->is_string()) {
     bad_field("tool_choice", "must be a string or an object");
   }

@@ -134,5 +134,37 @@ TEST(RequestValidationTest, StructuredOutputFormatsAre400) {
       SamplingDefaults{}, ResponseStore()));
 }
 
+// Fields read with nlohmann's value(key, default) threw type_error (a 500) on a wrong type;
+// found by the HTTP mutation test (/tokenize with_pieces: []) and by reading the same pattern.
+TEST(RequestValidationTest, MistypedOptionalFieldsAre400NotServerErrors) {
+  auto tokenize_error = [](const std::string& body) {
+    return error_of([&] { parse_tokenize_request(ojson::parse(body)); });
+  };
+  expect_400(tokenize_error(R"({"content": "hi", "with_pieces": []})"), "with_pieces");
+  expect_400(tokenize_error(R"({"content": "hi", "parse_special": "no"})"), "parse_special");
+  expect_400(tokenize_error(R"({"content": 5})"), "content");
+  auto ok = parse_tokenize_request(ojson::parse(R"({"content": "hi", "with_pieces": true})"));
+  EXPECT_EQ(ok.content, "hi");
+  EXPECT_TRUE(ok.with_pieces);
+  EXPECT_TRUE(ok.parse_special);
+  auto detokenize_error = [](const std::string& body) {
+    return error_of([&] { parse_detokenize_request(ojson::parse(body), 100); });
+  };
+  expect_400(detokenize_error(R"({"tokens": [1, 100]})"), "tokens");
+  expect_400(detokenize_error(R"({"tokens": [18446744073709551615]})"), "tokens");
+  expect_400(detokenize_error(R"({"tokens": [-1]})"), "tokens");
+  expect_400(detokenize_error(R"({"tokens": "1"})"), "tokens");
+  EXPECT_EQ(parse_detokenize_request(ojson::parse(R"({"tokens": [0, 99]})"), 100),
+            (std::vector<int32_t>{0, 99}));
+  expect_400(responses_error(R"({"tools": [{"type": "custom", "name": "p",
+                                 "format": {"type": 5}}]})"),
+             "tools[0].format.type");
+  expect_400(responses_error(R"({"tools": [{"type": "custom", "name": "p",
+                                 "format": {"type": "grammar", "syntax": []}}]})"),
+             "tools[0].format.syntax");
+  expect_400(responses_error(R"({"tool_choice": {"type": "allowed_tools", "mode": 1}})"),
+             "tool_choice.mode");
+}
+
 }  // namespace
 }  // namespace qmlx::server
