@@ -39,11 +39,9 @@ void render(const GenerationRequest& r) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const SamplingDefaults defaults;
   static const ResponseStore store;
-  nlohmann::ordered_json body;
-  if (!refused_or_parsed(
-          [&] { body = parse_body(std::string(reinterpret_cast<const char*>(data), size)); })) {
-    return 0;
-  }
+  const std::optional<nlohmann::ordered_json> parsed = qmlx::fuzz::request_body(data, size);
+  if (!parsed) return 0;
+  const nlohmann::ordered_json& body = *parsed;
   refused_or_parsed([&] { render(parse_chat_request(body, defaults)); });
   refused_or_parsed([&] { render(parse_messages_request(body, defaults)); });
   refused_or_parsed([&] { render(parse_responses_request(body, defaults, store)); });

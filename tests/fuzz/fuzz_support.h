@@ -1,5 +1,5 @@
-// Shared by the libFuzzer targets: what counts as a clean refusal, and a scratch file for the
-// readers that take a path (GGUF, safetensors).
+// Shared by the libFuzzer targets: what counts as a clean refusal, the input as a request
+// body, and a scratch file for the readers that take a path (GGUF, safetensors).
 #pragma once
 
 #include <unistd.h>
@@ -9,7 +9,9 @@
 #include <fstream>
 #include <string>
 
-#include "server/api_error.h"
+#include <optional>
+
+#include "server/request_parser.h"
 
 namespace qmlx::fuzz {
 
@@ -25,6 +27,14 @@ bool refused_or_parsed(Fn fn) {
     if (e.status() >= 500) std::abort();
     return false;
   }
+}
+
+// The fuzz input as a request body, as the routes read it: nullopt when parse_body refuses it.
+inline std::optional<nlohmann::ordered_json> request_body(const uint8_t* data, size_t size) {
+  std::optional<nlohmann::ordered_json> body;
+  refused_or_parsed(
+      [&] { body = server::parse_body(std::string(reinterpret_cast<const char*>(data), size)); });
+  return body;
 }
 
 // `data` written to this process's own scratch file; returns its path.

@@ -12,11 +12,9 @@ using qmlx::fuzz::refused_or_parsed;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const SamplingDefaults defaults;
   static const ResponseStore store;
-  nlohmann::ordered_json body;
-  if (!refused_or_parsed(
-          [&] { body = parse_body(std::string(reinterpret_cast<const char*>(data), size)); })) {
-    return 0;
-  }
+  const std::optional<nlohmann::ordered_json> parsed = qmlx::fuzz::request_body(data, size);
+  if (!parsed) return 0;
+  const nlohmann::ordered_json& body = *parsed;
   requested_model(body);
   refused_or_parsed([&] { parse_chat_request(body, defaults); });
   refused_or_parsed([&] { parse_completion_request(body, defaults); });
