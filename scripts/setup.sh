@@ -10,7 +10,8 @@ DEBIAN_PACKAGES=(
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libxxhash-dev libcli11-dev libicu-dev
   libhiredis-dev redis-server redis-tools nginx
   python3 python3-numpy python3-jinja2
-  curl prometheus nginx
+  curl prometheus
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

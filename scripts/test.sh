@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds qmlx and runs every test: the full suite on the release build, then the unit tests
-# again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# again under AddressSanitizer + UndefinedBehaviorSanitizer, then the libFuzzer targets
+# (tests/fuzz, built with clang) for a bounded time each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -19,3 +20,7 @@ mapfile -t UNIT_TARGETS < <(ninja -C build-asan -t targets all | sed -n 's/^\(qm
 cmake --build build-asan -j "$JOBS" --target "${UNIT_TARGETS[@]}"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$JOBS" -L unit
+
+# The fuzz targets: their own clang-14 build (build-fuzz), each run FUZZ_SECONDS from the
+# checked-in seed corpus; any crash fails the suite.
+./tests/fuzz/run_fuzzers.sh

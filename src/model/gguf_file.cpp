@@ -9,6 +9,8 @@ namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" little-endian
 constexpr uint32_t kMaxDims = 4;
+// 2^48 elements: far past any real tensor, small enough that byte sizes cannot overflow.
+constexpr int64_t kMaxElements = int64_t(1) << 48;
 
 // gguf_metadata_value_type
 enum ValueType : uint32_t {
@@ -141,9 +143,16 @@ GgufFile::GgufFile(const std::string& path) : file_(path) {
     const uint32_t dims = r.get<uint32_t>("a tensor's dimension count");
     if (dims == 0 || dims > kMaxDims)
       r.fail("tensor " + t.name + " has " + std::to_string(dims) + " dimensions");
+    // The element count is checked as it is multiplied: dimensions of 2^40 each overflowed
+    // int64 (undefined), and a wrapped count made the tensor's byte size small enough to pass
+    // the bounds check below while the real tensor ran far past the file.
+    int64_t elements = 1;
     for (uint32_t d = 0; d < dims; ++d) {
       const int64_t n = int64_t(r.get<uint64_t>("a tensor dimension"));
       if (n <= 0 || n > (int64_t(1) << 40)) r.fail("tensor " + t.name + " has a bad dimension");
+      if (__builtin_mul_overflow(elements, n, &elements) || elements > kMaxElements) {
+        r.fail("tensor " + t.name + " has more elements than a file can hold");
+      }
       t.ne.push_back(n);
     }
     const uint32_t type_id = r.get<uint32_t>("a tensor type");

@@ -1,5 +1,6 @@
 #include "server/anthropic_format.h"
 
+#include "base/json_depth.h"
 #include "server/generation_runner.h"
 #include "server/reasoning_signature.h"
 #include "server/sse.h"
@@ -10,7 +11,7 @@ namespace {
 using json = nlohmann::json;
 
 json tool_input(const std::string& arguments_json) {
-  json input = json::parse(arguments_json, nullptr, false);
+  json input = parse_json_bounded<json>(arguments_json);
   return input.is_object() ? input : json::object();
 }
 

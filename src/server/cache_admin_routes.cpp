@@ -10,6 +10,9 @@
 //   POST /admin/cache/gc                    evict down to the low-water mark now
 // Every route answers 404 when the server runs without a cache. The routes ask PrefixCache;
 // they never touch a store file.
+#include <algorithm>
+#include <cctype>
+
 #include "base/error.h"
 #include "server/api_server_state.h"
 #include "server/request_parser.h"
@@ -27,8 +30,13 @@ PrefixCache& cache_of(State& state) {
   return *state.cache;
 }
 
+// The route takes either case (ids are printed in lower case, and a client may upper-case
+// them); Hash128 reads lower case, so the id is lowered first.
 Hash128 snapshot_id(const http::Request& req) {
-  auto id = Hash128::from_hex(req.matches[1].str());
+  std::string hex = req.matches[1].str();
+  std::transform(hex.begin(), hex.end(), hex.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto id = Hash128::from_hex(hex);
   if (!id) throw ApiError(400, "bad snapshot id '" + req.matches[1].str() + "'");
   return *id;
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "base/json_depth.h"
+
 namespace qmlx::server {
 namespace {
 
@@ -33,7 +35,7 @@ ordered_json assistant_message(const ParsedOutput& reply) {
     for (const ToolCall& call : reply.tool_calls) {
       // Requests carry arguments as objects after parsing (request_parser.cpp), so the
       // template sees them the same way when the agent sends the call back.
-      ordered_json arguments = ordered_json::parse(call.arguments_json, nullptr, false);
+      ordered_json arguments = parse_json_bounded<ordered_json>(call.arguments_json);
       if (arguments.is_discarded() || !arguments.is_object()) arguments = call.arguments_json;
       calls.push_back({{"id", call.id},
                        {"type", "function"},

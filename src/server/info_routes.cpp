@@ -44,26 +44,13 @@ void models(const http::Request&, http::Response& res, State& state) {
                  {"last_id", data.back()["id"]}});
 }
 
-const nlohmann::ordered_json& field(const nlohmann::ordered_json& body, const char* key,
-                                    json::value_t type, const char* expected) {
-  auto it = body.find(key);
-  if (it == body.end()) throw ApiError(400, std::string("'") + key + "' is required", key);
-  bool ok =
-      it->type() == type || (type == json::value_t::number_integer && it->is_number_integer());
-  if (!ok) throw ApiError(400, std::string("'") + key + "' must be " + expected, key);
-  return *it;
-}
-
 void tokenize(const http::Request& req, http::Response& res, State& state) {
   auto runtime = state.ready_runtime();
-  auto body = parse_body(req.body);
-  std::string content = field(body, "content", json::value_t::string, "a string");
-  bool parse_special = body.value("parse_special", true);
-  bool with_pieces = body.value("with_pieces", false);
-  std::vector<int32_t> ids = runtime->tokenizer->encode(content, parse_special);
+  TokenizeRequest r = parse_tokenize_request(parse_body(req.body));
+  std::vector<int32_t> ids = runtime->tokenizer->encode(r.content, r.parse_special);
   json tokens = json::array();
   for (int32_t id : ids) {
-    if (with_pieces)
+    if (r.with_pieces)
       tokens.push_back({{"id", id}, {"piece", runtime->tokenizer->token_bytes(id)}});
     else
       tokens.push_back(id);
@@ -73,17 +60,8 @@ void tokenize(const http::Request& req, http::Response& res, State& state) {
 
 void detokenize(const http::Request& req, http::Response& res, State& state) {
   auto runtime = state.ready_runtime();
-  auto body = parse_body(req.body);
-  const json& tokens = field(body, "tokens", json::value_t::array, "an array of token ids");
-  std::vector<int32_t> ids;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (!tokens[i].is_number_integer() || tokens[i].get<int64_t>() < 0 ||
-        tokens[i].get<int64_t>() >= runtime->tokenizer->vocab_size()) {
-      throw ApiError(400, "tokens[" + std::to_string(i) + "] is not a token id of this model",
-                     "tokens");
-    }
-    ids.push_back(tokens[i].get<int32_t>());
-  }
+  std::vector<int32_t> ids =
+      parse_detokenize_request(parse_body(req.body), runtime->tokenizer->vocab_size());
   set_json(res, {{"content", runtime->tokenizer->decode(ids)}});
 }
 
@@ -92,7 +70,7 @@ void apply_template(const http::Request& req, http::Response& res, State& state)
   auto body = parse_body(req.body);
   GenerationRequest r = parse_chat_request(body, state.options.sampling);
   place_system_messages(r.messages, state.template_takes_later_system);
-  bool add_generation_prompt = body.value("add_generation_prompt", true);
+  bool add_generation_prompt = bool_field(body, "add_generation_prompt", true);
   RenderedPrompt prompt;
   try {
     prompt = runtime->render_chat(r.messages, r.tools, add_generation_prompt, r.template_kwargs);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -25,12 +26,32 @@ GenerationRequest parse_completion_request(const nlohmann::ordered_json& body,
 GenerationRequest parse_messages_request(const nlohmann::ordered_json& body,
                                          const SamplingDefaults& defaults);
 
+// POST /tokenize: {"content": string, "parse_special": true, "with_pieces": false}.
+struct TokenizeRequest {
+  std::string content;
+  bool parse_special = true;
+  bool with_pieces = false;
+};
+TokenizeRequest parse_tokenize_request(const nlohmann::ordered_json& body);
+// POST /detokenize: {"tokens": [ids]}, each id below `vocab_size`.
+std::vector<int32_t> parse_detokenize_request(const nlohmann::ordered_json& body,
+                                              int64_t vocab_size);
+
 // The body's `model` when it is a string, else empty (the parsers report a wrong type). Routes
 // check it before parsing the rest, so a request for another model is told that first.
 std::string requested_model(const nlohmann::ordered_json& body);
 
 // OpenAI's string tool_choice ("auto", "none", "required"); nullopt for any other name.
 std::optional<ToolChoiceMode> tool_choice_mode(const std::string& name);
+
+// A 400 when tool_choice cannot be met: a required call (Anthropic's "any") with no tools, or a
+// named tool that is not among r.tools. Every chat route checks it once tools are parsed.
+void check_tool_choice(const GenerationRequest& r);
+
+// The reply format (chat's response_format, Responses' text.format): {"type": "text"} is what
+// every reply is; json_object and json_schema would need constrained decoding, which this
+// server does not do, so they are a 400 naming `path` rather than accepted and ignored.
+void check_text_format(const nlohmann::ordered_json& format, const std::string& path);
 
 // The Anthropic body's conversation (model, messages, tools, tool_choice, thinking) in the
 // server's terms; parse_messages_request adds sampling, and count_tokens uses it alone.
@@ -47,8 +68,14 @@ const nlohmann::ordered_json& required_field(const nlohmann::ordered_json& objec
                                              const std::string& path);
 std::optional<double> number_field(const nlohmann::ordered_json& body, const char* key, double lo,
                                    double hi);
+// An integer in [lo, hi]; anything outside (2^32+5 included) is a 400, never narrowed.
 std::optional<int64_t> integer_field(const nlohmann::ordered_json& body, const char* key,
-                                     int64_t lo);
+                                     int64_t lo, int64_t hi);
+// A token limit (already checked to be 1..INT32_MAX) capped at 2^30, so adding it to a prompt
+// length cannot overflow an int; the context limit caps it further.
+int capped_max_tokens(int64_t value);
+// "nests arrays and objects more than 256 levels deep (the limit)", for JSON over kMaxJsonDepth.
+std::string too_deep_text();
 bool bool_field(const nlohmann::ordered_json& body, const char* key, bool fallback);
 // "model" as a string, "" when absent.
 std::string model_field(const nlohmann::ordered_json& body);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/json_depth.h"
 #include "server/api_error.h"
 #include "server/reasoning_signature.h"
 #include "server/sse.h"
@@ -23,7 +24,7 @@ json text_part(const char* type, const std::string& text) {
 // The raw text of a custom tool's call: the `input` the model was asked to fill, else the
 // arguments as written.
 std::string custom_input(const std::string& arguments_json) {
-  json arguments = json::parse(arguments_json, nullptr, false);
+  json arguments = parse_json_bounded<json>(arguments_json);
   if (arguments.is_object() && arguments.contains("input") && arguments["input"].is_string()) {
     return arguments["input"].get<std::string>();
   }

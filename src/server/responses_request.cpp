@@ -173,9 +173,10 @@ json custom_parameters(const json& tool, const std::string& path) {
   std::string about = "The raw input text of the tool (plain text, not JSON)";
   if (const json* format = optional_field(tool, "format")) {
     if (!format->is_object()) bad_field(path + ".format", "must be an object");
-    if (format->value("type", "") == "grammar") {
-      about += ". It must match this " + format->value("syntax", std::string("grammar")) +
-               " grammar:\n" + optional_string(*format, "definition", path + ".format.definition");
+    if (optional_string(*format, "type", path + ".format.type") == "grammar") {
+      std::string syntax = optional_string(*format, "syntax", path + ".format.syntax");
+      about += ". It must match this " + (syntax.empty() ? "grammar" : syntax) + " grammar:\n" +
+               optional_string(*format, "definition", path + ".format.definition");
     }
   }
   return {{"type", "object"},
@@ -231,7 +232,8 @@ void parse_tool_choice(const json& body, GenerationRequest& r) {
     }
     // allowed_tools narrows the set (not enforced: every tool stays offered); a built-in
     // tool type cannot be forced on a local model.
-    mode = type == "allowed_tools" ? v->value("mode", std::string("auto")) : "auto";
+    mode = type == "allowed_tools" ? optional_string(*v, "mode", "tool_choice.mode") : "auto";
+    if (mode.empty()) mode = "auto";
   } else if (!v->is_string()) {
     bad_field("tool_choice", "must be a string or an object");
   }
@@ -251,14 +253,13 @@ void parse_reasoning(const json& body, GenerationRequest& r) {
   }
 }
 
-// Structured output (text.format json_schema) is not enforced: the model answers in free text.
+// text.format: free text only (check_text_format); text.verbosity is left to the model.
 void parse_text(const json& body) {
   const json* text = optional_field(body, "text");
   if (text == nullptr) return;
   if (!text->is_object()) bad_field("text", "must be an object");
-  const json* format = optional_field(*text, "format");
-  if (format != nullptr && format->is_object() && format->value("type", "") == "json_schema") {
-    log_info("responses: text.format json_schema is not enforced (the reply is free text)");
+  if (const json* format = optional_field(*text, "format")) {
+    check_text_format(*format, "text.format");
   }
 }
 
@@ -323,11 +324,12 @@ GenerationRequest parse_responses_request(const json& body, const SamplingDefaul
   }
   r.messages = messages.finish();
   parse_tool_choice(body, r);
+  check_tool_choice(r);
   parse_reasoning(body, r);
   parse_text(body);
   r.stream = bool_field(body, "stream", false);
-  if (auto limit = integer_field(body, "max_output_tokens", 1)) {
-    r.max_tokens = static_cast<int>(std::min<int64_t>(*limit, 1 << 30));
+  if (auto limit = integer_field(body, "max_output_tokens", 1, INT32_MAX)) {
+    r.max_tokens = capped_max_tokens(*limit);
   }
   r.sampling = parse_sampling(body, defaults);
   info->store = bool_field(body, "store", true);

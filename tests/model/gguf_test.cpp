@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -150,6 +151,32 @@ TEST(GgufFileTest, UnsupportedTypeNamesTensorAndType) {
   const std::string error = error_of([&] { GgufFile f(path); });
   EXPECT_NE(error.find("blk.0.attn_q.weight"), std::string::npos) << error;
   EXPECT_NE(error.find("IQ2_XXS"), std::string::npos) << error;
+  std::filesystem::remove(path);
+}
+
+// Found by the GGUF fuzz target: two dimensions of 2^40 overflowed the element count, and the
+// wrapped size could pass the bounds check. Such a tensor is refused by name.
+TEST(GgufFileTest, ElementCountOverflowIsReported) {
+  modelgen::GgufFileWriter w;
+  w.add_string("general.architecture", "qwen3");
+  w.add_tensor("blk.0.attn_q.weight", {32, 2}, GgufQuant::kQ8_0,
+               [] { return std::vector<uint8_t>(2 * 34, 0); });
+  const std::string path = temp_path("huge.gguf");
+  w.write(path);
+  {
+    // Both u64 dimensions follow the name and its u32 dimension count.
+    std::ifstream in(path, std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+    const std::string name = "blk.0.attn_q.weight";
+    const size_t at = std::search(bytes.begin(), bytes.end(), name.begin(), name.end()) -
+                      bytes.begin() + name.size() + 4;
+    const uint64_t huge = uint64_t(1) << 40;
+    std::memcpy(&bytes[at], &huge, 8);
+    std::memcpy(&bytes[at + 8], &huge, 8);
+    std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+  }
+  const std::string error = error_of([&] { GgufFile f(path); });
+  EXPECT_NE(error.find("blk.0.attn_q.weight has more elements"), std::string::npos) << error;
   std::filesystem::remove(path);
 }
 

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <thread>
 
+#include "base/json_depth.h"
 #include "server/api_server.h"
 #include "tests/server/fake_runtime.h"
 #include "tests/server/sse_reader.h"
@@ -890,6 +891,54 @@ TEST_F(ApiServerTest, RejectedRequestsAreLoggedOnce) {
   EXPECT_NE(log.find("uid=" + good_uid + " MISS cached=0"), std::string::npos) << log;
   EXPECT_EQ(log.find("uid=" + good_uid + " POST"), std::string::npos) << log;
   EXPECT_EQ(log.find("secret"), std::string::npos) << log;
+}
+
+// Issue 17 row 1: nesting 60,000 levels deep overflowed a worker's stack and killed the server.
+// Every route that reads JSON refuses it with a 400 naming the limit, and the server keeps serving;
+// a deep (but legal) tool schema still renders.
+TEST_F(ApiServerTest, DeeplyNestedJsonIs400OnEveryRoute) {
+  start({.script = "ok"});
+  const std::string deep = std::string(60000, '[') + std::string(60000, ']');
+  const std::string user = R"({"role":"user","content":"hi"})";
+  const std::string tool_call_args =
+      R"({"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function",)"
+      R"("function":{"name":"f","arguments":)" +
+      json(deep).dump() + "}}]}";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/v1/chat/completions", R"({"messages":[{"role":"user","content":)" + deep + "}]}"},
+      {"/v1/chat/completions", R"({"messages":[)" + user +
+                                   R"(],"tools":[{"type":"function","function":{"name":"f",)"
+                                   R"("parameters":)" +
+                                   deep + "}}]}"},
+      {"/v1/chat/completions", R"({"messages":[)" + user + "," + tool_call_args + "]}"},
+      {"/apply-template", R"({"messages":[)" + user + "," + tool_call_args + "]}"},
+      {"/apply-template", R"({"messages":[{"role":"user","content":)" + deep + "}]}"},
+      {"/v1/completions", R"({"prompt":)" + deep + "}"},
+      {"/v1/messages", R"({"max_tokens":5,"messages":[{"role":"user","content":)" + deep + "}]}"},
+      {"/v1/messages/count_tokens", R"({"messages":[{"role":"user","content":)" + deep + "}]}"},
+      {"/v1/responses", R"({"input":)" + deep + "}"},
+      {"/tokenize", R"({"content":)" + deep + "}"},
+      {"/admin/cache/snapshots/00000000000000000000000000000000/pin", R"({"pinned":)" + deep + "}"},
+  };
+  for (const auto& [path, body] : cases) {
+    auto res = post(path, body);
+    ASSERT_TRUE(res) << path << ": the server died";
+    EXPECT_EQ(res->status, 400) << path << ": " << res->body;
+    EXPECT_NE(res->body.find("invalid_request_error"), std::string::npos) << res->body;
+    EXPECT_NE(res->body.find(std::to_string(kMaxJsonDepth)), std::string::npos) << res->body;
+  }
+  // A schema 100 levels deep (far beyond real tools) is under the limit and renders.
+  std::string schema = R"({"type":"string"})";
+  for (int i = 0; i < 50; ++i) schema = R"({"type":"object","properties":{"x":)" + schema + "}}";
+  auto applied = post("/apply-template", R"({"messages":[)" + user +
+                                             R"(],"tools":[{"type":"function","function":{)"
+                                             R"("name":"f","parameters":)" +
+                                             schema + "}}]}");
+  ASSERT_TRUE(applied);
+  EXPECT_EQ(applied->status, 200) << applied->body;
+  auto good = post("/v1/chat/completions", chat("still there?").dump());
+  ASSERT_TRUE(good);
+  EXPECT_EQ(good->status, 200);
 }
 
 }  // namespace

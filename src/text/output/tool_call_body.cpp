@@ -1,5 +1,7 @@
 #include "text/output/tool_call_body.h"
 
+#include "base/json_depth.h"
+
 namespace qmlx {
 namespace {
 
@@ -18,7 +20,7 @@ std::string compact(const OrderedJson& value) {
 }
 
 std::optional<OrderedJson> parse_json(std::string_view text) {
-  OrderedJson value = OrderedJson::parse(text.begin(), text.end(), nullptr, false);
+  OrderedJson value = parse_json_bounded<OrderedJson>(text);
   if (value.is_discarded()) return std::nullopt;
   return value;
 }

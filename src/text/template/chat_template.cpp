@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/json_depth.h"
 
 namespace qmlx {
 namespace {
@@ -66,7 +67,7 @@ void parse_string_arguments(nlohmann::ordered_json& call) {
       call.contains("function") && call["function"].is_object() ? call["function"] : call;
   auto it = function.find("arguments");
   if (it == function.end() || !it->is_string()) return;
-  auto parsed = nlohmann::ordered_json::parse(it->get<std::string>(), nullptr, false);
+  auto parsed = parse_json_bounded<nlohmann::ordered_json>(it->get<std::string>());
   if (!parsed.is_discarded()) *it = std::move(parsed);  // unparsable: left as the string
 }
 

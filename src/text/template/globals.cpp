@@ -21,7 +21,10 @@ Value global_range(Arguments& args) {
   int64_t stop = bounds.size() == 1 ? bounds[0] : bounds[1];
   int64_t step = bounds.size() == 3 ? bounds[2] : 1;
   if (step == 0) throw Error("range() arg 3 must not be zero");
-  if ((stop - start) / step > 100000) throw Error("range() is too large for a template");
+  // In 128 bits: stop - start overflows int64 for bounds near its ends.
+  if ((static_cast<__int128>(stop) - start) / step > 100000) {
+    throw Error("range() is too large for a template");
+  }
   std::vector<Value> items;
   for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) items.emplace_back(i);
   return Value::list(std::move(items));

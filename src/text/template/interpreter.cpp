@@ -28,6 +28,48 @@ using ScopePtr = std::shared_ptr<Scope>;
 enum class Flow { kNormal, kBreak, kContinue };
 
 constexpr int kMaxMacroDepth = 200;
+// eval() and exec() recurse once per level of expressions, blocks and macro calls together;
+// past this many levels a template fails with an Error instead of exhausting the stack.
+constexpr int kMaxEvalDepth = 1000;
+
+// Counts one level of eval()/exec() recursion for as long as it lives.
+class EvalDepthGuard {
+ public:
+  explicit EvalDepthGuard(int& depth) : depth_(depth) {
+    if (depth_ >= kMaxEvalDepth) {
+      throw Error("template nested too deeply (more than " + std::to_string(kMaxEvalDepth) +
+                  " levels of expressions, blocks and macro calls)");
+    }
+    ++depth_;
+  }
+  ~EvalDepthGuard() { --depth_; }
+  EvalDepthGuard(const EvalDepthGuard&) = delete;
+  EvalDepthGuard& operator=(const EvalDepthGuard&) = delete;
+
+ private:
+  int& depth_;
+};
+
+// Whether `value` holds `target` (itself or anywhere inside). Storing such a value in `target`
+// would make a cycle, which str() and tojson would follow forever and which never frees.
+bool holds_namespace(const Value& value, const NamespaceObj* target, int depth = 0) {
+  if (depth > kMaxValueDepth) throw Error("value nested too deeply");
+  if (value.is_namespace()) {
+    if (&value.as_namespace() == target) return true;
+    for (const auto& [key, item] : value.as_namespace().attributes.entries) {
+      if (holds_namespace(item, target, depth + 1)) return true;
+    }
+  } else if (value.is_list()) {
+    for (const Value& item : value.as_list().items) {
+      if (holds_namespace(item, target, depth + 1)) return true;
+    }
+  } else if (value.is_dict()) {
+    for (const auto& [key, item] : value.as_dict().entries) {
+      if (holds_namespace(item, target, depth + 1)) return true;
+    }
+  }
+  return false;
+}
 
 class Interpreter {
  public:
@@ -64,6 +106,7 @@ class Interpreter {
   }
 
   Flow exec(const Node& node, const ScopePtr& scope) {
+    EvalDepthGuard guard(eval_depth_);
     line_ = node.line;
     switch (node.kind) {
       case Node::Kind::kText:
@@ -190,6 +233,9 @@ class Interpreter {
       throw Error("cannot assign attribute '" + node.attribute + "' on '" + node.targets[0] +
                   "': only namespace() objects can be assigned to");
     }
+    if (holds_namespace(value, &target->as_namespace())) {
+      throw Error("cannot store namespace '" + node.targets[0] + "' inside itself");
+    }
     target->as_namespace().attributes.set(node.attribute, value);
   }
 
@@ -253,6 +299,7 @@ class Interpreter {
   // ---- expressions ----
 
   Value eval(const Expr& expr, const ScopePtr& scope) {
+    EvalDepthGuard guard(eval_depth_);
     line_ = expr.line;
     switch (expr.kind) {
       case Expr::Kind::kLiteral:
@@ -389,6 +436,7 @@ class Interpreter {
   std::string* out_ = nullptr;
   int line_ = 0;
   int macro_depth_ = 0;
+  int eval_depth_ = 0;
 };
 
 }  // namespace

@@ -29,7 +29,18 @@ int64_t floor_mod(int64_t a, int64_t b) {
   return r;
 }
 
+// Like range(), a template may not build values without bound: "a" * 10**10 would take all
+// memory (and minutes) before failing.
+constexpr int64_t kMaxRepeatedBytes = int64_t(1) << 24;
+constexpr int64_t kMaxRepeatedItems = 100000;
+
 Value repeat(const Value& sequence, int64_t times) {
+  const int64_t unit = sequence.is_string() ? int64_t(sequence.as_string().size())
+                                            : int64_t(sequence.as_list().items.size());
+  const int64_t limit = sequence.is_string() ? kMaxRepeatedBytes : kMaxRepeatedItems;
+  if (times > 0 && unit > 0 && times > limit / unit) {
+    throw Error("sequence repetition is too large for a template");
+  }
   if (sequence.is_string()) {
     std::string out;
     for (int64_t i = 0; i < times; ++i) out += sequence.as_string();

@@ -94,9 +94,21 @@ class Parser {
   // Parses nodes until a block tag whose keyword is in `terminators` (left unconsumed, with
   // the keyword in end_tag_) or the end of input.
   Body parse_body(const std::set<std::string>& terminators) {
+    // Blocks nest by recursion here (and again when they run, and when the tree is freed).
+    if (block_depth_ >= kMaxBlockNesting) {
+      fail("blocks nested more than " + std::to_string(kMaxBlockNesting) + " deep");
+    }
+    ++block_depth_;
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{block_depth_};
     Body body;
     while (current().type != TokenType::kEnd) {
       const Token& token = current();
+      if (token.type == TokenType::kVariableBegin || token.type == TokenType::kBlockBegin) {
+        check_tag_length();
+      }
       if (token.type == TokenType::kText) {
         auto node = std::make_unique<Node>();
         node->kind = Node::Kind::kText;
@@ -131,6 +143,22 @@ class Parser {
       fail("missing '{% " + *terminators.rbegin() + " %}' (unexpected end of template)");
     }
     return body;
+  }
+
+  // An expression's tree is at most as deep as its tag has tokens, and the parser, the
+  // interpreter and the tree's destructor all recurse once per level: a tag longer than
+  // kMaxTagTokens is refused before it is parsed. Real chat templates' tags have tens.
+  void check_tag_length() const {
+    for (size_t i = pos_ + 1; i < tokens_.size(); ++i) {
+      const TokenType type = tokens_[i].type;
+      if (type == TokenType::kVariableEnd || type == TokenType::kBlockEnd ||
+          type == TokenType::kEnd) {
+        return;
+      }
+      if (i - pos_ > kMaxTagTokens) {
+        fail("a tag of more than " + std::to_string(kMaxTagTokens) + " tokens");
+      }
+    }
   }
 
   // Consumes "{% keyword" already seen by parse_body, then the rest of that tag.
@@ -687,10 +715,14 @@ class Parser {
     return node;
   }
 
+  static constexpr int kMaxBlockNesting = 100;
+  static constexpr size_t kMaxTagTokens = 512;
+
   const std::vector<Token>& tokens_;
   const std::string& name_;
   size_t pos_ = 0;
   std::string end_tag_;
+  int block_depth_ = 0;
 };
 
 }  // namespace

@@ -90,14 +90,17 @@ static std::string string_repr(const std::string& text) {
 
 static std::string int_text(int64_t value) { return std::to_string(value); }
 
-std::string repr(const Value& value) {
+static std::string str_at(const Value& value, int depth);
+
+static std::string repr_at(const Value& value, int depth) {
+  if (depth > kMaxValueDepth) throw Error("value nested too deeply to print");
   if (value.is_string()) return string_repr(value.as_string());
   if (value.is_list()) {
     const ListObj& list = value.as_list();
     std::string out = list.is_tuple ? "(" : "[";
     for (size_t i = 0; i < list.items.size(); ++i) {
       if (i) out += ", ";
-      out += repr(list.items[i]);
+      out += repr_at(list.items[i], depth + 1);
     }
     if (list.is_tuple && list.items.size() == 1) out += ",";
     return out + (list.is_tuple ? ")" : "]");
@@ -108,15 +111,19 @@ std::string repr(const Value& value) {
     for (const auto& [key, item] : value.as_dict().entries) {
       if (!first) out += ", ";
       first = false;
-      out += string_repr(key) + ": " + repr(item);
+      out += string_repr(key) + ": " + repr_at(item, depth + 1);
     }
     return out + "}";
   }
   if (value.is_undefined()) return "Undefined";
-  return str(value);
+  return str_at(value, depth);
 }
 
-std::string str(const Value& value) {
+std::string repr(const Value& value) { return repr_at(value, 0); }
+
+std::string str(const Value& value) { return str_at(value, 0); }
+
+static std::string str_at(const Value& value, int depth) {
   if (value.is_string()) return value.as_string();
   if (value.is_undefined()) return "";
   if (value.is_none()) return "None";
@@ -126,10 +133,10 @@ std::string str(const Value& value) {
   if (value.is_namespace()) {
     Value attributes = Value::dict();
     attributes.as_dict() = value.as_namespace().attributes;
-    return "<Namespace " + repr(attributes) + ">";
+    return "<Namespace " + repr_at(attributes, depth + 1) + ">";
   }
   if (value.is_callable()) return "<function " + value.as_callable().name + ">";
-  return repr(value);
+  return repr_at(value, depth);
 }
 
 static void json_string(std::string& out, const std::string& text) {
@@ -184,6 +191,7 @@ class JsonWriter {
   explicit JsonWriter(const JsonStyle& style) : style_(style) {}
 
   void write(const Value& value, int depth) {
+    if (depth > kMaxValueDepth) throw Error("tojson: value nested too deeply");
     if (value.is_none()) {
       out_ += "null";
     } else if (value.is_bool()) {

@@ -16,6 +16,11 @@
 
 namespace qmlx::jinja {
 
+// How deep lists, dicts and namespaces may nest when a template prints or serialises them
+// (str, repr, tojson): request JSON nests at most kMaxJsonDepth (256) levels and templates wrap
+// it a few more; deeper is an Error rather than a stack overflow.
+inline constexpr int kMaxValueDepth = 512;
+
 class Value;
 
 struct Undefined {

@@ -64,12 +64,13 @@ echo "ok metrics: promtool and every cache family once"
 api "http://127.0.0.1:$port/admin/cache/snapshots" > "$work/list.json"
 id=$($py -c 'import json,sys; d=json.load(open(sys.argv[1]))["data"]; print([s["id"] for s in d if s["kind"]=="prompt_end"][0]); assert len(d)>=3' "$work/list.json")
 api "http://127.0.0.1:$port/admin/cache/snapshots/$id" | grep -q '"kind":"prompt_end"' || fail "inspect"
+api "http://127.0.0.1:$port/admin/cache/snapshots/${id^^}" | grep -q "\"id\":\"$id\"" || fail "inspect by upper-case id"
 api -d "{\"pinned\": true}" "http://127.0.0.1:$port/admin/cache/snapshots/$id/pin" | grep -q '"pinned":true' || fail "pin"
 api -d "" "http://127.0.0.1:$port/admin/cache/verify" | grep -q '"failed":0' || fail "verify all"
 api "http://127.0.0.1:$port/admin/cache/stats" | grep -q '"fingerprint"' || fail "stats"
 [[ $(api -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/admin/cache/snapshots/00000000000000000000000000000000") == 404 ]] || fail "unknown id is not 404"
 [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/admin/cache/stats") == 401 ]] || fail "admin without key is not 401"
-echo "ok admin: list, inspect, pin, verify, stats, 404, 401"
+echo "ok admin: list, inspect (either case), pin, verify, stats, 404, 401"
 stop_server
 
 # 4. Restart: the disk tier restores, the pin survived; `qmlx cache` sees the same store.

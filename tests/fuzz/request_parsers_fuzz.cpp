@@ -1,0 +1,30 @@
+// Fuzz target: a request body through every route's parser, as the routes call them (the body
+// parse first, then chat completions, completions, Anthropic messages and count_tokens,
+// Responses, tokenize, detokenize). Each must parse or refuse with a 4xx naming the field; nothing
+// else may escape.
+#include "server/request_parser.h"
+#include "server/responses_request.h"
+#include "tests/fuzz/fuzz_support.h"
+
+using namespace qmlx::server;
+using qmlx::fuzz::refused_or_parsed;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const SamplingDefaults defaults;
+  static const ResponseStore store;
+  const std::optional<nlohmann::ordered_json> parsed = qmlx::fuzz::request_body(data, size);
+  if (!parsed) return 0;
+  const nlohmann::ordered_json& body = *parsed;
+  requested_model(body);
+  refused_or_parsed([&] { parse_chat_request(body, defaults); });
+  refused_or_parsed([&] { parse_completion_request(body, defaults); });
+  refused_or_parsed([&] { parse_messages_request(body, defaults); });
+  refused_or_parsed([&] {
+    GenerationRequest r;
+    parse_anthropic_conversation(body, r);
+  });
+  refused_or_parsed([&] { parse_responses_request(body, defaults, store); });
+  refused_or_parsed([&] { parse_tokenize_request(body); });
+  refused_or_parsed([&] { parse_detokenize_request(body, 151936); });
+  return 0;
+}
