@@ -116,12 +116,7 @@ RequestReader::Status RequestReader::consume(std::string& input) {
     if (status != Status::kNeedMore) return status;
   }
   if (phase_ == Phase::kFixedBody) {
-    size_t take = size_t(std::min<uint64_t>(body_left_, input.size()));
-    request_.body.append(input, 0, take);
-    input.erase(0, take);
-    bytes_seen_ += take;
-    body_left_ -= take;
-    if (body_left_ > 0) return Status::kNeedMore;
+    if (!take_body_bytes(input)) return Status::kNeedMore;
     body_read_ = true;
     phase_ = Phase::kDone;
     return Status::kComplete;
@@ -223,15 +218,19 @@ RequestReader::Status RequestReader::start_body() {
   return Status::kNeedMore;
 }
 
+bool RequestReader::take_body_bytes(std::string& input) {
+  size_t take = size_t(std::min<uint64_t>(body_left_, input.size()));
+  request_.body.append(input, 0, take);
+  input.erase(0, take);
+  bytes_seen_ += take;
+  body_left_ -= take;
+  return body_left_ == 0;
+}
+
 RequestReader::Status RequestReader::consume_chunked(std::string& input) {
   while (true) {
     if (phase_ == Phase::kChunkData) {
-      size_t take = size_t(std::min<uint64_t>(body_left_, input.size()));
-      request_.body.append(input, 0, take);
-      input.erase(0, take);
-      bytes_seen_ += take;
-      body_left_ -= take;
-      if (body_left_ > 0) return Status::kNeedMore;
+      if (!take_body_bytes(input)) return Status::kNeedMore;
       phase_ = Phase::kChunkDataEnd;
       continue;
     }

@@ -55,6 +55,9 @@ class RequestReader {
   Status parse_head(std::string_view head);
   Status start_body();
   Status consume_chunked(std::string& input);
+  // Moves up to body_left_ bytes (of the fixed body or the current chunk) from `input` into
+  // the body; true once body_left_ reaches 0.
+  bool take_body_bytes(std::string& input);
 
   ReadLimits limits_;
   Phase phase_ = Phase::kHead;

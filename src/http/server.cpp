@@ -386,6 +386,10 @@ void Server::close_owned(int fd) {
   owned_.erase(it);
   close(fd);
   std::lock_guard<std::mutex> lock(mutex_);
+  count_closed(address);
+}
+
+void Server::count_closed(const std::string& address) {
   if (auto count = per_address_.find(address);
       count != per_address_.end() && --count->second == 0) {
     per_address_.erase(count);
@@ -426,14 +430,21 @@ void Server::worker_loop() {
   }
 }
 
-void Server::route(Request& request, Response& response) const {
-  auto refuse = [&](int status, const std::string& reason) {
-    response = Response();
-    response.status = status;
+void Server::refuse(const Request& request, Response& response, int status,
+                    const std::string& reason) const {
+  response = Response();
+  response.status = status;
+  try {
     (error_handler_ ? error_handler_ : default_error_handler)(request, response, reason);
-  };
+  } catch (...) {
+    default_error_handler(request, response, reason);
+  }
+}
+
+void Server::route(Request& request, Response& response) const {
   if (request.path.size() > kMaxPathBytes) {
-    refuse(414, "the request path exceeds " + std::to_string(kMaxPathBytes) + " bytes");
+    refuse(request, response, 414,
+           "the request path exceeds " + std::to_string(kMaxPathBytes) + " bytes");
     return;
   }
   for (const auto& r : routes_) {
@@ -443,11 +454,12 @@ void Server::route(Request& request, Response& response) const {
     try {
       r.handler(request, response);
     } catch (const std::exception& e) {
-      refuse(500, std::string("internal error: ") + e.what());
+      refuse(request, response, 500, std::string("internal error: ") + e.what());
     }
     return;
   }
-  refuse(404, "no route for " + request.method + " " + request.path.substr(0, 256));
+  refuse(request, response, 404,
+         "no route for " + request.method + " " + request.path.substr(0, 256));
 }
 
 void Server::serve(std::unique_ptr<Connection> connection) {
@@ -465,12 +477,7 @@ void Server::serve(std::unique_ptr<Connection> connection) {
     reason = reader.error_message();
   }
   if (refused) {
-    response.status = refused;
-    try {
-      (error_handler_ ? error_handler_ : default_error_handler)(request, response, reason);
-    } catch (...) {
-      default_error_handler(request, response, reason);
-    }
+    refuse(request, response, refused, reason);
   } else {
     route(request, response);
   }
@@ -514,11 +521,7 @@ void Server::release(std::unique_ptr<Connection> connection, bool keep_open) {
     return;
   }
   close(connection->fd);
-  if (auto count = per_address_.find(connection->address);
-      count != per_address_.end() && --count->second == 0) {
-    per_address_.erase(count);
-  }
-  --open_connections_;
+  count_closed(connection->address);
 }
 
 }  // namespace qmlx::http

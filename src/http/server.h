@@ -111,6 +111,11 @@ class Server {
   void worker_loop();
   void serve(std::unique_ptr<Connection> connection);
   void route(Request& request, Response& response) const;
+  // Replaces `response` with the error handler's answer for `status`.
+  void refuse(const Request& request, Response& response, int status,
+              const std::string& reason) const;
+  // A connection closed: its address's count and the total drop (mutex_ held).
+  void count_closed(const std::string& address);
   void release(std::unique_ptr<Connection> connection, bool keep_open);
 
   ServerSettings settings_;
