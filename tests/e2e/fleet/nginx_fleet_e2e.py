@@ -9,41 +9,15 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from e2e_support import fail, free_port, wait_healthy  # noqa: E402
+
 QMLX, NGINX, CONF, WORK = sys.argv[1:5]
-
-
-def fail(message):
-    print("FAIL: " + message, file=sys.stderr)
-    sys.exit(1)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_health(port, process, log):
-    for _ in range(300):
-        if process.poll() is not None:
-            fail("process exited during start-up:\n" + open(log).read())
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/health" % port, timeout=1) as r:
-                if r.status == 200:
-                    return
-        except (OSError, urllib.error.URLError):
-            pass
-        time.sleep(0.1)
-    fail("not ready: port %d" % port)
 
 
 def start_server(index):
@@ -56,7 +30,7 @@ def start_server(index):
     process = subprocess.Popen([QMLX, "serve", "--port", str(port), "--threads", "1",
                                 "--cache-config", config],
                                stderr=open(log, "w"), stdout=subprocess.DEVNULL)
-    wait_health(port, process, log)
+    wait_healthy(port, process, log)
     return {"port": port, "process": process, "log": log}
 
 
@@ -80,7 +54,7 @@ def start_nginx(servers):
     log = os.path.join(WORK, "nginx.log")
     process = subprocess.Popen([NGINX, "-p", WORK, "-c", conf, "-g", "daemon off;"],
                                stderr=open(log, "w"), stdout=subprocess.DEVNULL)
-    wait_health(port, process, log)
+    wait_healthy(port, process, log)
     return {"port": port, "process": process, "log": log}
 
 

@@ -13,21 +13,11 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from e2e_support import fail, free_port, wait_healthy  # noqa: E402
+
 QMLX, WORK = sys.argv[1], sys.argv[2]
 KEY = "hardening-key"
-
-
-def fail(message):
-    print("FAIL: " + message, file=sys.stderr)
-    sys.exit(1)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def connect(port, timeout=10.0):
@@ -85,16 +75,8 @@ class Server:
                                         stdout=subprocess.DEVNULL)
 
     def wait_ready(self):
-        for _ in range(300):
-            if self.process.poll() is not None:
-                fail("server exited during start-up:\n" + self.log())
-            try:
-                if " 200 " in health(self.port, 1.0).split("\r\n")[0] + " ":
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.1)
-        fail("server not ready")
+        wait_healthy(self.port, self.process, self.log_path)
+        return self
 
     def log(self):
         with open(self.log_path) as f:

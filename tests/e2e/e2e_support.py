@@ -1,0 +1,36 @@
+"""Helpers shared by the Python end-to-end tests (hardening/, fleet/): failing with a message,
+a free loopback port, and waiting for a started process to answer /health with 200."""
+import socket
+import sys
+import time
+import urllib.error
+import urllib.request
+
+
+def fail(message):
+    print("FAIL: " + message, file=sys.stderr)
+    sys.exit(1)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_healthy(port, process, log_path):
+    """Until http://127.0.0.1:PORT/health answers 200; fails if `process` exits first."""
+    for _ in range(300):
+        if process.poll() is not None:
+            with open(log_path) as f:
+                fail("process exited during start-up:\n" + f.read())
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/health" % port, timeout=1) as r:
+                if r.status == 200:
+                    return
+        except (OSError, urllib.error.URLError):
+            pass
+        time.sleep(0.1)
+    fail("not ready: port %d" % port)
