@@ -117,18 +117,25 @@ int serve(int argc, char** argv) {
 
   // A stop signal while the model loads ends the process at once (nothing is open yet that
   // needs flushing); after that it stops the server cleanly.
-  std::promise<int> stop_signal;
-  std::future<int> stop_requested = stop_signal.get_future();
-  std::atomic<bool> loading{true};
-  std::thread([&signals, &stop_signal, &loading] {
+  // The waiting thread is detached and may outlive serve() (a load failure returns while it
+  // still waits), so what it uses is shared with it, not borrowed from this frame.
+  struct StopSignal {
+    sigset_t signals;
+    std::promise<int> number;
+    std::atomic<bool> loading{true};
+  };
+  auto stop = std::make_shared<StopSignal>();
+  stop->signals = signals;
+  std::future<int> stop_requested = stop->number.get_future();
+  std::thread([stop] {
     int signal_number = 0;
-    sigwait(&signals, &signal_number);
-    if (loading) {
+    sigwait(&stop->signals, &signal_number);
+    if (stop->loading) {
       log_info(std::string("received ") + strsignal(signal_number) +
                " while loading the model: exiting");
       std::_Exit(0);
     }
-    stop_signal.set_value(signal_number);
+    stop->number.set_value(signal_number);
   }).detach();
 
   std::string model_dir = options.model_path.empty() ? ensure_demo_model() : options.model_path;
@@ -150,7 +157,7 @@ int serve(int argc, char** argv) {
   }
   api.set_ready(runtime, cache_hooks ? *cache_hooks : no_cache, cache.get());
   log_ready(*runtime, api, options);
-  loading = false;
+  stop->loading = false;
 
   int signal_number = stop_requested.get();
   log_info(std::string("received ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM") +
