@@ -378,17 +378,111 @@ void RedisCluster::send_round(Lane& lane, const std::vector<RedisCommand>& comma
       }
     }
     breaker(pendings->front()->node).record(failure.ok());
-    if (!failure.ok()) {
-      // The connection's stream is out of step after a failed read: drop it, reconnect later.
-      for (auto it = lane.connections.begin(); it != lane.connections.end(); ++it) {
-        if (it->second.get() == conn) {
-          lane.connections.erase(it);
-          break;
-        }
+    if (!failure.ok()) drop_connection(lane, pendings->front()->node);
+  }
+}
+
+// The connection's stream is out of step after a failed read or write: drop it, reconnect later.
+void RedisCluster::drop_connection(Lane& lane, const std::string& node) {
+  lane.connections.erase(node);
+  mark_topology_stale();
+}
+
+void RedisCluster::transfer_round(Lane& lane, const std::string& node, bool asking,
+                                  const std::vector<TransferCommand>& commands,
+                                  const std::vector<size_t>& round,
+                                  std::vector<TransferResult>& results,
+                                  std::vector<size_t>* redirected, std::string* target, bool* ask) {
+  CircuitBreaker& node_breaker = breaker(node);
+  if (!node_breaker.allow()) {
+    for (size_t i : round) results[i].status = Status::IOError(std::string(kBreakerOpen) + node);
+    return;
+  }
+  Status s;
+  Connection* conn = connection(lane, node, &s);
+  // hiredis must hold nothing half-read or unsent: the socket is used directly below.
+  if (conn != nullptr && conn->context->reader->pos != conn->context->reader->len) {
+    drop_connection(lane, node);
+    conn = connection(lane, node, &s);
+  }
+  if (conn == nullptr) {
+    for (size_t i : round) results[i].status = s;
+    node_breaker.record(false);
+    return;
+  }
+  std::vector<std::vector<std::string_view>> wire;
+  for (size_t i : round) {
+    if (asking) wire.push_back({"ASKING"});
+    wire.push_back(commands[i].args);
+  }
+  s = resp_write_commands(conn->context->fd, wire);
+  RespReader reader(conn->context->fd);
+  size_t answered = 0;
+  for (; s.ok() && answered < round.size(); ++answered) {
+    const size_t i = round[answered];
+    RespReply ignored;
+    if (asking) s = reader.read({}, &ignored);
+    if (s.ok()) s = reader.read(commands[i].into, &results[i].reply);
+    if (!s.ok()) break;
+    results[i].status = Status::Ok();
+    uint16_t slot = 0;
+    if (results[i].reply.kind == RespKind::kError &&
+        parse_redirect(results[i].reply.text, ask, &slot, target)) {
+      if (!*ask) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        slot_nodes_[slot] = *target;
+        topology_stale_ = true;
       }
-      mark_topology_stale();
+      redirected->push_back(i);
     }
   }
+  if (s.ok() && reader.has_leftover()) s = Status::IOError("redis " + node + ": reply out of step");
+  if (!s.ok()) {
+    for (size_t k = answered; k < round.size(); ++k) results[round[k]].status = s;
+    drop_connection(lane, node);
+  }
+  node_breaker.record(s.ok());
+}
+
+std::vector<TransferResult> RedisCluster::transfer(const std::vector<TransferCommand>& commands) {
+  std::vector<TransferResult> results(commands.size());
+  if (commands.empty()) return results;
+  uint16_t slot = 0;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    const bool keyed = commands[i].args.size() >= 2;
+    if (!keyed || (i > 0 && key_slot(commands[i].args[1]) != slot)) {
+      for (TransferResult& r : results) {
+        r.status = Status::InvalidArgument("redis: a transfer's keys must share one slot");
+      }
+      return results;
+    }
+    if (i == 0) slot = key_slot(commands[i].args[1]);
+  }
+  ensure_topology();
+  std::string node = node_of_slot(slot);
+  if (node.empty()) {
+    for (TransferResult& r : results) r.status = Status::IOError("redis: no node known");
+    return results;
+  }
+  std::vector<size_t> round(commands.size());
+  for (size_t i = 0; i < round.size(); ++i) round[i] = i;
+  bool asking = false;
+  std::unique_ptr<Lane> lane = checkout();
+  for (int attempt = 0; attempt <= kMaxRedirects && !round.empty(); ++attempt) {
+    std::vector<size_t> redirected;
+    std::string target;
+    bool ask = false;
+    transfer_round(*lane, node, asking, commands, round, results, &redirected, &target, &ask);
+    round = std::move(redirected);
+    node = std::move(target);
+    asking = ask;
+  }
+  for (size_t i : round) {
+    results[i].reply = RespReply{};
+    results[i].status = Status::IOError("redis: too many redirects");
+  }
+  checkin(std::move(lane));
+  return results;
 }
 
 std::vector<RedisResult> RedisCluster::run(const std::vector<RedisCommand>& commands) {

@@ -12,12 +12,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
 #include "cache/circuit_breaker.h"
+#include "cache/resp_wire.h"
 
 struct redisReply;
 
@@ -59,6 +61,18 @@ struct RedisResult {
   long long integer() const;
 };
 
+// One command of a transfer: its arguments (large ones are sent from the caller's memory) and
+// where a bulk-string reply's bytes go (see RespReader::read).
+struct TransferCommand {
+  std::vector<std::string_view> args;
+  std::span<uint8_t> into;
+};
+
+struct TransferResult {
+  Status status;  // a transport failure; else `reply` is the answer (maybe a Redis error)
+  RespReply reply;
+};
+
 class RedisCluster {
  public:
   explicit RedisCluster(RedisClusterOptions options);
@@ -72,6 +86,10 @@ class RedisCluster {
   // Runs the commands, pipelined per node, and returns one result per command in order.
   std::vector<RedisResult> run(const std::vector<RedisCommand>& commands);
   RedisResult run_one(const RedisCommand& command);
+  // Runs commands whose keys (args[1]) all hash to one slot (a blob's parts and meta) on that
+  // slot's node, pipelined, moving large values without copies (RespWire). Flat replies only
+  // (SET, GET, UNLINK). Follows MOVED and ASK like run().
+  std::vector<TransferResult> transfer(const std::vector<TransferCommand>& commands);
   // Runs one command on one node (SCAN, DBSIZE, INFO: commands without a key).
   RedisResult run_on_node(const std::string& node, const std::vector<std::string_view>& args);
   // Re-reads the slot map now (normally done on first use, after MOVED and after a node fails).
@@ -104,6 +122,14 @@ class RedisCluster {
   void send_round(Lane& lane, const std::vector<RedisCommand>& commands,
                   const std::vector<Pending>& round, std::vector<RedisResult>& results,
                   std::vector<Pending>* redirected);
+
+  // One pipelined round of a transfer: commands[round[i]] on `node`; redirected commands are
+  // left in *redirected, with the node to retry on in *target and whether it was an ASK.
+  void transfer_round(Lane& lane, const std::string& node, bool asking,
+                      const std::vector<TransferCommand>& commands,
+                      const std::vector<size_t>& round, std::vector<TransferResult>& results,
+                      std::vector<size_t>* redirected, std::string* target, bool* ask);
+  void drop_connection(Lane& lane, const std::string& node);
 
   RedisClusterOptions options_;
   mutable std::mutex mutex_;             // guards the slot map, the idle lanes and the breakers

@@ -102,14 +102,23 @@ Status SharedBlobStore::check(const RedisResult& result, const std::string& what
   return Status::Ok();
 }
 
+Status SharedBlobStore::check(const TransferResult& result, const std::string& what) {
+  if (!result.status.ok()) return result.status;
+  if (result.reply.kind == RespKind::kError) {
+    return Status::IOError(std::string(kRedisErrorPrefix) + what + ": " + result.reply.text);
+  }
+  return Status::Ok();
+}
+
 Status SharedBlobStore::read_meta(const std::string& name, Meta* meta) {
   const std::string key = meta_key(name);
-  RedisResult result = cluster_.run_one({{"GET", key}});
+  TransferResult result = std::move(cluster_.transfer({{{"GET", key}, {}}}).front());
   Status s = check(result, name);
   if (!s.ok()) return s;
-  if (result.is_nil()) return Status::NotFound("shared: " + name + " absent");
+  if (result.reply.kind == RespKind::kNil) return Status::NotFound("shared: " + name + " absent");
   uint64_t part_bytes = 0;
-  if (!decode_meta(result.str(), &meta->generation, &meta->parts, &meta->bytes, &part_bytes)) {
+  if (result.reply.kind != RespKind::kBulk ||
+      !decode_meta(result.reply.text, &meta->generation, &meta->parts, &meta->bytes, &part_bytes)) {
     return Status::Corruption("shared: " + name + ": bad meta value");
   }
   meta->part_bytes = part_bytes;
@@ -126,14 +135,14 @@ Status SharedBlobStore::put(const std::string& name, std::span<const uint8_t> by
       const uint64_t count = std::min<uint64_t>(per_round, parts - first);
       std::vector<std::string> keys;
       for (uint64_t i = 0; i < count; ++i) keys.push_back(part_key(name, generation, first + i));
-      std::vector<RedisCommand> commands;
+      std::vector<TransferCommand> commands;
       for (uint64_t i = 0; i < count; ++i) {
         const uint64_t offset = (first + i) * part_bytes;
         const std::string_view part(reinterpret_cast<const char*>(bytes.data()) + offset,
                                     std::min<uint64_t>(part_bytes, bytes.size() - offset));
-        commands.push_back({with_ttl({"SET", keys[i], part})});
+        commands.push_back({with_ttl({"SET", keys[i], part}), {}});
       }
-      for (const RedisResult& result : cluster_.run(commands)) {
+      for (const TransferResult& result : cluster_.transfer(commands)) {
         Status s = check(result, name);
         if (!s.ok()) return s;
       }
@@ -143,20 +152,20 @@ Status SharedBlobStore::put(const std::string& name, std::span<const uint8_t> by
     const std::string meta = encode_meta(generation, parts, bytes.size(), part_bytes);
     std::vector<std::string_view> args = with_ttl({"SET", key, meta});
     args.push_back("GET");
-    RedisResult result = cluster_.run_one({args});
+    TransferResult result = std::move(cluster_.transfer({{args, {}}}).front());
     Status s = check(result, name);
     if (!s.ok()) return s;
     std::string old_generation;
     uint64_t old_parts = 0, old_bytes = 0, old_part_bytes = 0;
-    if (!result.is_nil() &&
-        decode_meta(result.str(), &old_generation, &old_parts, &old_bytes, &old_part_bytes) &&
+    if (result.reply.kind == RespKind::kBulk &&
+        decode_meta(result.reply.text, &old_generation, &old_parts, &old_bytes, &old_part_bytes) &&
         old_generation != generation) {
       std::vector<std::string> old_keys;
       for (uint64_t i = 0; i < old_parts; ++i)
         old_keys.push_back(part_key(name, old_generation, i));
-      std::vector<RedisCommand> unlinks;
-      for (const std::string& k : old_keys) unlinks.push_back({{"UNLINK", k}});
-      cluster_.run(unlinks);  // best effort: a leftover part expires with its TTL
+      std::vector<TransferCommand> unlinks;
+      for (const std::string& k : old_keys) unlinks.push_back({{"UNLINK", k}, {}});
+      cluster_.transfer(unlinks);  // best effort: a leftover part expires with its TTL
     }
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.bytes_written += bytes.size();
@@ -177,24 +186,29 @@ Status SharedBlobStore::get(const std::string& name, std::vector<uint8_t>* out) 
       std::vector<std::string> keys;
       for (uint64_t i = 0; i < count; ++i)
         keys.push_back(part_key(name, meta.generation, first + i));
-      std::vector<RedisResult> results = run_per_key(cluster_, "GET", keys);
+      // Each part's bytes land in place in *out.
+      std::vector<TransferCommand> commands;
+      std::vector<uint64_t> expected;
+      for (uint64_t i = 0; i < count; ++i) {
+        const uint64_t offset = (first + i) * meta.part_bytes;
+        expected.push_back(std::min<uint64_t>(meta.part_bytes, meta.bytes - offset));
+        commands.push_back({{"GET", keys[i]}, {out->data() + offset, size_t(expected.back())}});
+      }
+      std::vector<TransferResult> results = cluster_.transfer(commands);
       for (uint64_t i = 0; i < count; ++i) {
         s = check(results[i], name);
         if (!s.ok()) return s;
         const uint64_t index = first + i;
-        if (results[i].is_nil()) {
+        const RespReply& reply = results[i].reply;
+        if (reply.kind == RespKind::kNil) {
           return Status::NotFound("shared: " + name + " partial: part " + std::to_string(index) +
                                   " of " + std::to_string(meta.parts) + " is gone");
         }
-        const uint64_t offset = index * meta.part_bytes;
-        const uint64_t expected = std::min<uint64_t>(meta.part_bytes, meta.bytes - offset);
-        const std::string_view part = results[i].str();
-        if (part.size() != expected) {
+        if (reply.kind != RespKind::kBulk || reply.bulk_bytes != expected[i]) {
           return Status::Corruption("shared: " + name + ": part " + std::to_string(index) +
-                                    " has " + std::to_string(part.size()) + " bytes, expected " +
-                                    std::to_string(expected));
+                                    " has " + std::to_string(reply.bulk_bytes) +
+                                    " bytes, expected " + std::to_string(expected[i]));
         }
-        std::memcpy(out->data() + offset, part.data(), part.size());
       }
     }
     std::lock_guard<std::mutex> lock(mutex_);

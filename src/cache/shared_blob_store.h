@@ -84,6 +84,7 @@ class SharedBlobStore final : public BlobStore {
   Status guarded(Call&& call);
   Status read_meta(const std::string& name, Meta* meta);
   Status check(const RedisResult& result, const std::string& what);
+  Status check(const TransferResult& result, const std::string& what);
   std::vector<std::string_view> with_ttl(std::vector<std::string_view> args) const;
   std::string new_generation();
 
