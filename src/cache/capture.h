@@ -35,6 +35,9 @@ struct PendingWrite {
   std::vector<PendingChunk> chunks;  // the named chunks this write must store itself
   // Read from the shared tier and kept locally: the writer persists it but does not publish it.
   bool from_shared = false;
+  // Chunks only, no snapshot (an attention-only model's chunk boundary read from the shared
+  // tier): the writer stores and indexes the chunks.
+  bool chunks_only = false;
 
   // Sealed and already restorable from the RAM tier: the writer only persists it.
   bool published() const { return sealed != nullptr; }

@@ -333,9 +333,20 @@ FetchedFile PrefixCache::fetch(const std::string& name, bool allow_shared) {
 
 void PrefixCache::adopt_from_shared(const ResumePoint& point,
                                     const std::vector<std::pair<std::string, SharedBytes>>& files) {
-  if (!point.is_snapshot) return;  // attention-only boundaries stay in the shared tier
   PendingWrite write;
   write.from_shared = true;
+  if (!point.is_snapshot) {  // an attention-only chunk boundary: its chunks are the state
+    write.chunks_only = true;
+    for (const auto& [name, bytes] : files) {
+      PendingChunk chunk;
+      if (!decode_chunk_header(*bytes, bytes->size(), &chunk.header).ok()) return;
+      chunk.sealed = bytes;
+      write.chunk_list.push_back(chunk.header.chain_hash);
+      write.chunks.push_back(std::move(chunk));
+    }
+    writer_->submit(std::move(write));
+    return;
+  }
   const std::string snapshot = DiskStore::snapshot_name(point.id);
   for (const auto& [name, bytes] : files) {
     if (name == snapshot) {
@@ -700,6 +711,13 @@ void PrefixCache::commit(PendingWrite& write) {
   const auto start = Clock::now();
   const Hash128 id = write.header.id;
   const std::string kind(snapshot_kind_name(write.header.kind));
+  if (write.chunks_only) {
+    if (disk_) check_store_folder();
+    std::vector<Hash128> written;
+    if (!commit_chunks(write, &written) && disk_) undo_chunks(written);
+    evict_if_needed(false);
+    return;
+  }
   if (write.published()) {
     if (!disk_) {
       publish_shared(write, write.sealed);

@@ -52,6 +52,7 @@ class SharedTierTest : public ::testing::Test {
     RestoreResult r = cache.restore(prompt, sink);
     if (r.hit) {
       FakeSession expected = FakeSession::prefilled(layout_, test::prefix(prompt, r.cached_tokens));
+      if (!r.point.is_snapshot) expected.set_logits({});  // a chunk boundary has no logits
       EXPECT_TRUE(sink.same_state(expected)) << "wrong restore at " << r.cached_tokens;
     } else {
       EXPECT_EQ(sink.position(), 0);
@@ -92,6 +93,32 @@ TEST_F(SharedTierTest, AnotherServerRestoresFromTheSharedTierAndKeepsItOnDisk) {
   r = restore(*b, turn2);
   EXPECT_EQ(r.tier, "disk");
   EXPECT_EQ(b->stats().shared.hits, 0u);
+}
+
+TEST_F(SharedTierTest, AnAttentionOnlyChunkBoundaryFromTheSharedTierIsKeptOnDisk) {
+  layout_ = test::attention_only_layout();
+  fingerprint_ = model_fingerprint("shared tier attention-only", layout_);
+  const std::vector<int32_t> turn1 = make_tokens(11, 70);  // 4 full chunks of 16
+  // Diverges at 66: the snapshot at 70 does not match, the chunk boundary at 64 does.
+  const std::vector<int32_t> turn2 = concat(test::prefix(turn1, 66), make_tokens(12, 30));
+  auto a = open(disk_a_);
+  capture(*a, turn1);
+  auto b = open(disk_b_);  // an empty disk
+  RestoreResult r = restore(*b, turn2);
+  ASSERT_TRUE(r.hit);
+  EXPECT_FALSE(r.point.is_snapshot);
+  EXPECT_EQ(r.tier, "shared");
+  EXPECT_EQ(r.cached_tokens, 64);
+  b->flush();
+  // B restarted with the shared tier unreachable: its own disk has the 4 chunks.
+  b.reset();
+  CacheConfig offline = config(disk_b_, {"127.0.0.1:1"});
+  offline.shared.timeout_ms = 50;
+  b = std::make_unique<PrefixCache>(offline, fingerprint_, layout_);
+  r = restore(*b, turn2);
+  ASSERT_TRUE(r.hit);
+  EXPECT_EQ(r.tier, "disk");
+  EXPECT_EQ(r.cached_tokens, 64);
 }
 
 TEST_F(SharedTierTest, AFleetStoresEachChunkOnce) {
