@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "cache/shared_tier.h"
 
 namespace qmlx {
 
@@ -137,7 +138,17 @@ std::vector<VerifyReport> CacheAdmin::verify_all() {
 Status CacheAdmin::pin(const SnapshotRef& ref, bool pinned) {
   Store& store = stores_.at(ref.store);
   Status s = store.disk->set_pinned(ref.id, pinned);
-  if (s.ok()) store.index->snapshot(ref.id)->pinned = pinned;
+  if (!s.ok()) return s;
+  SnapshotEntry* entry = store.index->snapshot(ref.id);
+  entry->pinned = pinned;
+  // A pin reaches the shared tier too (as a server's does), or the command says it did not.
+  if (!config_.shared.enabled || !config_.shared.write) return s;
+  SharedTier tier(config_.shared, store.index->fingerprint());
+  s = tier.pin(ref.id, entry->chunks, pinned);
+  if (!s.ok()) {
+    return Status::IOError(std::string(pinned ? "pinned" : "unpinned") +
+                           " on this disk, but not in the shared tier: " + s.ToString());
+  }
   return s;
 }
 

@@ -49,6 +49,8 @@ class CacheAdmin {
   // Verifies and quarantines what fails.
   VerifyReport verify(const SnapshotRef& ref);
   std::vector<VerifyReport> verify_all();
+  // Pins or unpins on disk and, with a writable shared tier configured, there too (no TTL on
+  // the snapshot and its chunks); an error names the tier that was not reached.
   Status pin(const SnapshotRef& ref, bool pinned);
   Status remove(const SnapshotRef& ref);
   // Removes every store.

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "cache/admin.h"
 #include "cache/prefix_cache.h"
 #include "cache_fixture.h"
 #include "redis_cluster_fixture.h"
@@ -194,6 +195,31 @@ TEST_F(SharedTierTest, PinsReachTheSharedTier) {
             "-1\n");
   ASSERT_TRUE(a->pin(id, false).ok());
   EXPECT_GT(std::stol(shared_cluster().cli(0, "pttl " + key)), 0);
+}
+
+TEST_F(SharedTierTest, PinsFromTheCommandLineReachTheSharedTier) {
+  const std::vector<int32_t> turn = make_tokens(13, 40);
+  auto a = open(disk_a_);
+  capture(*a, turn);
+  const Hash128 id = a->list().front().id;
+  const std::string key = "'" + redis_key(*a, DiskStore::snapshot_name(id)) + "'";
+  a.reset();  // the server stopped; `qmlx cache pin` works on its folder
+  CacheAdmin admin(config(disk_a_));
+  std::string error;
+  const std::optional<SnapshotRef> ref = admin.find(id.hex(), &error);
+  ASSERT_TRUE(ref) << error;
+  EXPECT_GT(std::stol(shared_cluster().cli(0, "pttl " + key)), 0);
+  ASSERT_TRUE(admin.pin(*ref, true).ok());
+  EXPECT_EQ(shared_cluster().cli(0, "pttl " + key), "-1\n");
+  ASSERT_TRUE(admin.pin(*ref, false).ok());
+  EXPECT_GT(std::stol(shared_cluster().cli(0, "pttl " + key)), 0);
+  // An unreachable tier: pinned on disk, and the error says the shared tier was not reached.
+  CacheConfig offline = config(disk_a_, {"127.0.0.1:1"});
+  offline.shared.timeout_ms = 50;
+  CacheAdmin cut_off(offline);
+  const Status s = cut_off.pin(*cut_off.find(id.hex(), &error), true);
+  EXPECT_NE(s.message().find("not in the shared tier"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(CacheAdmin(offline).inspect(*CacheAdmin(offline).find(id.hex(), &error))->pinned);
 }
 
 TEST_F(SharedTierTest, UnreachableClusterCostsABoundedTimeAndLocalTiersStillWork) {
