@@ -11,8 +11,9 @@ nodes=$(bash "$here/../../tests/e2e/shared/redis_cluster.sh" start "$work/redis"
 "$build/bench/shared/qmlx_shared_tier_bench" "$nodes" "$work/disk"
 port=$(cut -d, -f1 <<<"$nodes" | cut -d: -f2)
 # One connection, one request at a time (the pattern of one restore's reads); MB/s = rps x size.
-for case in "262144 400" "6291456 60"; do
-  read -r size n <<<"$case"
-  redis-benchmark -p "$port" --cluster -c 1 -n "$n" -d "$size" -t set,get --csv 2>/dev/null |
-    awk -F'"' -v size="$size" '/^"(SET|GET)"/ { printf "redis-benchmark %-4s %10d  %8.0f MB/s\n", $2, size, $4 * size / 1e6 }'
+# Two connections at once for the parallel restore pattern.
+for case in "262144 400 1" "6291456 60 1" "6291456 60 2"; do
+  read -r size n c <<<"$case"
+  redis-benchmark -p "$port" --cluster -c "$c" -n "$n" -d "$size" -t set,get --csv 2>/dev/null |
+    awk -F'"' -v size="$size" -v c="$c" '/^"(SET|GET)"/ { printf "redis-benchmark %-4s %10d  %d conn  %8.0f MB/s\n", $2, size, c, $4 * size / 1e6 }'
 done

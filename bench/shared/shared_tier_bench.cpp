@@ -2,11 +2,13 @@
 // stores (a K/V chunk, a snapshot) through the shared tier (SharedBlobStore over the Redis
 // Cluster at NODES, "host:port,host:port") and through the local disk tier (EnvBlobStore in
 // DISK_DIR), and prints MB/s for each. Reads are what a restore does; every read is checked.
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cache/blob_store.h"
@@ -18,6 +20,35 @@ using Clock = std::chrono::steady_clock;
 
 double mb_per_s(uint64_t bytes, Clock::time_point start) {
   return double(bytes) / 1e6 / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A restore's pattern: `count` blobs read by `threads` threads at once (the restorer fetches a
+// snapshot's chunks on the thread pool), each into a fresh buffer as the restorer does.
+void measure_parallel_gets(const char* tier, qmlx::BlobStore& store, size_t size, int count,
+                           int threads) {
+  std::vector<uint8_t> blob(size, 0x5A);
+  for (int i = 0; i < count; ++i) {
+    if (!store.put("chunks/00/par" + std::to_string(i) + ".kv", blob).ok()) std::abort();
+  }
+  std::atomic<int> next{0};
+  const auto start = Clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (int i = next++; i < count; i = next++) {
+        std::vector<uint8_t> back;
+        if (!store.get("chunks/00/par" + std::to_string(i) + ".kv", &back).ok() ||
+            back.size() != size) {
+          std::abort();
+        }
+      }
+    });
+  }
+  for (std::thread& t : pool) t.join();
+  const double get = mb_per_s(uint64_t(size) * count, start);
+  std::printf("%-6s  %10zu  %5d  %d threads, fresh buffers  get %8.0f MB/s\n", tier, size, count,
+              threads, get);
+  for (int i = 0; i < count; ++i) store.remove("chunks/00/par" + std::to_string(i) + ".kv");
 }
 
 void measure(const char* tier, qmlx::BlobStore& store, size_t size, int count) {
@@ -64,5 +95,7 @@ int main(int argc, char** argv) {
     measure("shared", shared, size, count);
     measure("disk", disk, size, count);
   }
+  measure_parallel_gets("shared", shared, 6 << 20, 32, 2);
+  measure_parallel_gets("disk", disk, 6 << 20, 32, 2);
   return 0;
 }

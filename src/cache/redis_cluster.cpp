@@ -17,6 +17,8 @@ constexpr int kMaxRedirects = 5;
 // node does not cost every call a CLUSTER SLOTS round trip on top of its own timeout.
 constexpr auto kRefreshInterval = std::chrono::milliseconds(500);
 constexpr const char* kBreakerOpen = "redis: circuit breaker open for ";
+// Commands of a transfer in flight on one connection (see transfer_round).
+constexpr size_t kTransferWindow = 2;
 
 // CRC16-CCITT (XMODEM), the checksum Redis Cluster hashes keys with.
 uint16_t crc16(std::string_view bytes) {
@@ -410,16 +412,25 @@ void RedisCluster::transfer_round(Lane& lane, const std::string& node, bool aski
     node_breaker.record(false);
     return;
   }
-  std::vector<std::vector<std::string_view>> wire;
-  for (size_t i : round) {
-    if (asking) wire.push_back({"ASKING"});
-    wire.push_back(commands[i].args);
-  }
-  s = resp_write_commands(conn->context->fd, wire);
+  // At most kTransferWindow commands in flight: the server builds a reply while we read the
+  // one before, and never holds the replies of a whole 64 MB round at once (building those
+  // costs it fresh memory for every round; a window lets it reuse the last reply's).
+  size_t sent = 0;
+  auto send_upto = [&](size_t end) {
+    std::vector<std::vector<std::string_view>> wire;
+    for (; sent < end; ++sent) {
+      if (asking) wire.push_back({"ASKING"});
+      wire.push_back(commands[round[sent]].args);
+    }
+    return resp_write_commands(conn->context->fd, wire);
+  };
+  s = send_upto(std::min(round.size(), kTransferWindow));
   RespReader reader(conn->context->fd);
   size_t answered = 0;
   for (; s.ok() && answered < round.size(); ++answered) {
     const size_t i = round[answered];
+    if (sent < round.size()) s = send_upto(sent + 1);
+    if (!s.ok()) break;
     RespReply ignored;
     if (asking) s = reader.read({}, &ignored);
     if (s.ok()) s = reader.read(commands[i].into, &results[i].reply);
