@@ -17,15 +17,7 @@ namespace {
 
 using modelgen::Arch;
 using modelgen::Layout;
-
-double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    num = std::max(num, std::abs(double(a[i]) - b[i]));
-    den = std::max(den, std::abs(double(b[i])));
-  }
-  return num / den;
-}
+using testing::relative_error;
 
 modelgen::ModelOptions options(Arch arch, Layout layout, bool mtp) {
   modelgen::ModelOptions o;
