@@ -328,7 +328,8 @@ LayerWeights load_layer(GgufWeightReader& r, const ModelConfig& c, int l, bool f
   return layer;
 }
 
-// llama.cpp's converter (conversion/qwen.py, _Qwen35MtpMixin) appends the MTP head as block
+// llama.cpp's converter (conversion/qwen.py: _Qwen35MtpMixin for Qwen3.5; newer versions
+// _QwenMtpMixin also for Qwen3-Next) appends the MTP head as block
 // n_layer: an ordinary full-attention block plus nextn.eh_proj (fc), nextn.enorm / hnorm
 // (pre_fc_norm_embedding / hidden) and nextn.shared_head_norm (norm), its norms folded like all
 // others. llama.cpp falls back to output_norm when shared_head_norm is absent; so does this.

@@ -180,9 +180,9 @@ class GgufLayout {
     }
   }
 
-  // llama.cpp's converter (_Qwen35MtpMixin) appends the MTP head as block n_layer: the layer's
-  // ordinary tensors plus nextn.eh_proj (fc), nextn.enorm / hnorm (pre_fc_norm_embedding /
-  // hidden) and nextn.shared_head_norm (norm). It drops Qwen3-Next's head.
+  // llama.cpp's converter (_Qwen35MtpMixin, later _QwenMtpMixin, which Qwen3-Next uses too)
+  // appends the MTP head as block n_layer: the layer's ordinary tensors plus nextn.eh_proj (fc),
+  // nextn.enorm / hnorm (pre_fc_norm_embedding / hidden) and nextn.shared_head_norm (norm).
   void add_mtp() {
     const std::string nextn = "blk." + std::to_string(s_.layers) + ".nextn.";
     matrix(nextn + "eh_proj.weight", values("mtp.fc.weight"), shape("mtp.fc.weight"));
@@ -307,13 +307,7 @@ void add_hyperparameters(const ModelOptions& options, GgufFileWriter& w) {
   w.add_u32(a + ".context_length", uint32_t(s.max_position_embeddings));
   w.add_u32(a + ".embedding_length", uint32_t(s.hidden));
   w.add_u32(a + ".block_count", uint32_t(s.layers + (s.mtp ? 1 : 0)));
-  if (s.mtp) {
-    if (options.arch == Arch::kQwen3Next)
-      throw Error(
-          "llama.cpp's GGUF conversion drops Qwen3-Next's MTP head: no --mtp with "
-          "--format gguf --arch qwen3_next");
-    w.add_u32(a + ".nextn_predict_layers", 1);
-  }
+  if (s.mtp) w.add_u32(a + ".nextn_predict_layers", 1);
   w.add_u32(a + ".feed_forward_length", uint32_t(s.intermediate));
   w.add_u32(a + ".attention.head_count", uint32_t(s.heads));
   w.add_u32(a + ".attention.head_count_kv", uint32_t(s.kv_heads));

@@ -2,7 +2,7 @@
 """Oracle test: the engine's MTP head against the independent numpy reference (tools/reference).
 
 For Qwen3.5 (dense and MoE) and Qwen3-Next, in HF and MLX layouts (float and MLX-quantized,
-tied and untied heads) and as llama.cpp-style GGUF files (Qwen3.5; F32), it writes a tiny random
+tied and untied heads) and as llama.cpp-style GGUF files (F32), it writes a tiny random
 model with `make-model --mtp`, runs qmlx_mtp_logits (prompt prefill, MTP prefill over every
 prompt position, then one MTP row per greedy step, so the head's K/V cache grows over many
 positions) and the reference on the same schedule, and checks every MTP logits row
@@ -32,7 +32,7 @@ CASES = [  # (arch, name, make-model flags)
     ("qwen3_next", "hf-bf16", ["--layout", "hf", "--dtype", "bf16"]),
     ("qwen3_next", "mlx-q5", ["--layout", "mlx", "--bits", "5", "--group-size", "32"]),
 ]
-GGUF_CASES = ["qwen3_5", "qwen3_5_moe"]  # llama.cpp's converter drops Qwen3-Next's head
+GGUF_CASES = ["qwen3_5", "qwen3_5_moe", "qwen3_next"]
 
 
 def prompt(length, salt):
