@@ -21,6 +21,7 @@ struct ShapeFlags {
       linear_value_heads, linear_key_dim, linear_value_dim, intermediate, experts, experts_per_tok,
       moe_intermediate, shared_intermediate, vocab, full_attention_interval;
   std::optional<bool> tie;
+  bool mtp = false;
 };
 
 void add_shape_flags(CLI::App& app, ShapeFlags& f) {
@@ -42,6 +43,7 @@ void add_shape_flags(CLI::App& app, ShapeFlags& f) {
   app.add_option("--full-attention-interval", f.full_attention_interval,
                  "every N-th layer is full attention");
   app.add_flag("--tie,!--no-tie", f.tie, "tie the LM head to the embeddings");
+  app.add_flag("--mtp", f.mtp, "add a multi-token-prediction head (mtp.*; Qwen3.5, Qwen3-Next)");
 }
 
 void apply_shape_flags(const ShapeFlags& f, ModelShape& s) {
@@ -65,6 +67,7 @@ void apply_shape_flags(const ShapeFlags& f, ModelShape& s) {
   set(f.vocab, s.vocab);
   set(f.full_attention_interval, s.full_attention_interval);
   if (f.tie) s.tie = *f.tie;
+  if (f.mtp) s.mtp = true;
 }
 
 std::string read_text_file(const std::string& path, const std::string& flag) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 
 #include "model/config.h"
 #include "model/safetensors.h"
@@ -21,5 +22,11 @@ ModelWeights load_qwen3_weights(const TensorStore& store, const ModelConfig& con
 using DeltaNetProjections = std::function<void(WeightLoader&, int layer, DeltaNetWeights&)>;
 ModelWeights load_hybrid_weights(const TensorStore& store, const ModelConfig& config,
                                  const DeltaNetProjections& load_projections);
+// One hybrid decoder layer, `layers.<layer>.*` under the loader's root.
+LayerWeights load_hybrid_layer(WeightLoader& w, int layer, bool full_attention, bool moe,
+                               const DeltaNetProjections& load_projections);
+// The MTP head (`mtp.*`, mtp_weights.cpp) when the checkpoint carries one.
+std::optional<MtpWeights> load_mtp_weights(const WeightLoader& w,
+                                           const DeltaNetProjections& load_projections);
 
 }  // namespace qmlx

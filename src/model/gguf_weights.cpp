@@ -253,7 +253,12 @@ ModelConfig gguf_model_config(const GgufFile& file) {
   c.arch = arch->arch;
   c.model_type = arch->model_type;
   c.hidden_size = int(m.integer(a + "embedding_length"));
-  c.num_layers = int(m.integer(a + "block_count"));
+  // Blocks past the main stack are MTP heads (llama.cpp's {arch}.nextn_predict_layers).
+  const int64_t mtp_blocks = m.integer(a + "nextn_predict_layers", 0);
+  if (mtp_blocks < 0 || mtp_blocks > 1)
+    throw Error(file.path() + ": GGUF " + a + "nextn_predict_layers is " +
+                std::to_string(mtp_blocks) + "; only one MTP block is supported");
+  c.num_layers = int(m.integer(a + "block_count") - mtp_blocks);
   c.num_heads = int(m.integer(a + "attention.head_count"));
   c.num_kv_heads = int(m.integer(a + "attention.head_count_kv", c.num_heads));
   c.head_dim = int(m.integer(a + "attention.key_length", c.hidden_size / std::max(1, c.num_heads)));
@@ -293,39 +298,70 @@ ModelConfig gguf_model_config(const GgufFile& file) {
   return c;
 }
 
+namespace {
+
+LayerWeights load_layer(GgufWeightReader& r, const ModelConfig& c, int l, bool full_attention,
+                        bool moe, ModelWeights& weights) {
+  const int H = c.hidden_size, D = c.head_dim;
+  const bool hybrid = c.hybrid();
+  const std::string blk = "blk." + std::to_string(l) + ".";
+  LayerWeights layer;
+  layer.full_attention = full_attention;
+  layer.moe = moe;
+  layer.input_norm = r.vector(blk + "attn_norm.weight", H);
+  layer.post_norm = r.vector(blk + (hybrid ? "post_attention_norm.weight" : "ffn_norm.weight"), H);
+  if (layer.full_attention) {
+    AttentionWeights& at = layer.attention;
+    at.q = r.matrix(blk + "attn_q.weight", c.num_heads * D * (hybrid ? 2 : 1), H);
+    at.k = r.matrix(blk + "attn_k.weight", c.num_kv_heads * D, H);
+    at.v = r.matrix(blk + "attn_v.weight", c.num_kv_heads * D, H);
+    at.o = r.matrix(blk + "attn_output.weight", H, c.num_heads * D);
+    at.q_norm = r.vector(blk + "attn_q_norm.weight", D);
+    at.k_norm = r.vector(blk + "attn_k_norm.weight", D);
+  } else {
+    load_delta_net(r, c, blk, weights, layer.delta_net);
+  }
+  if (layer.moe)
+    layer.moe_ffn = load_moe(r, c, blk);
+  else
+    layer.mlp = load_ffn(r, blk, "", H, c.intermediate_size);
+  return layer;
+}
+
+// llama.cpp's converter (conversion/qwen.py: _Qwen35MtpMixin for Qwen3.5; newer versions
+// _QwenMtpMixin also for Qwen3-Next) appends the MTP head as block
+// n_layer: an ordinary full-attention block plus nextn.eh_proj (fc), nextn.enorm / hnorm
+// (pre_fc_norm_embedding / hidden) and nextn.shared_head_norm (norm), its norms folded like all
+// others. llama.cpp falls back to output_norm when shared_head_norm is absent; so does this.
+std::optional<MtpWeights> load_mtp(GgufWeightReader& r, const ModelConfig& c,
+                                   ModelWeights& weights) {
+  const std::string nextn = "blk." + std::to_string(c.num_layers) + ".nextn.";
+  if (!r.has(nextn + "eh_proj.weight")) return std::nullopt;
+  const int H = c.hidden_size;
+  MtpWeights m;
+  m.fc = r.matrix(nextn + "eh_proj.weight", H, 2 * H);
+  m.embedding_norm = r.vector(nextn + "enorm.weight", H);
+  m.hidden_norm = r.vector(nextn + "hnorm.weight", H);
+  m.final_norm = r.has(nextn + "shared_head_norm.weight")
+                     ? r.vector(nextn + "shared_head_norm.weight", H)
+                     : weights.final_norm;
+  m.layer = load_layer(r, c, c.num_layers, /*full_attention=*/true, c.is_moe_layer(0), weights);
+  return m;
+}
+
+}  // namespace
+
 ModelWeights load_gguf_weights(const GgufFile& file, const ModelConfig& c) {
   ModelWeights weights;
   GgufWeightReader r(file, c, weights);
-  const int H = c.hidden_size, D = c.head_dim;
+  const int H = c.hidden_size;
   weights.embed = r.matrix("token_embd.weight", c.vocab_size, H);
   weights.final_norm = r.vector("output_norm.weight", H);
   weights.head = c.tie_word_embeddings ? weights.embed : r.matrix("output.weight", c.vocab_size, H);
-  const bool hybrid = c.hybrid();
-  for (int l = 0; l < c.num_layers; ++l) {
-    const std::string blk = "blk." + std::to_string(l) + ".";
-    LayerWeights layer;
-    layer.full_attention = c.is_full_attention(l);
-    layer.moe = c.is_moe_layer(l);
-    layer.input_norm = r.vector(blk + "attn_norm.weight", H);
-    layer.post_norm =
-        r.vector(blk + (hybrid ? "post_attention_norm.weight" : "ffn_norm.weight"), H);
-    if (layer.full_attention) {
-      AttentionWeights& at = layer.attention;
-      at.q = r.matrix(blk + "attn_q.weight", c.num_heads * D * (hybrid ? 2 : 1), H);
-      at.k = r.matrix(blk + "attn_k.weight", c.num_kv_heads * D, H);
-      at.v = r.matrix(blk + "attn_v.weight", c.num_kv_heads * D, H);
-      at.o = r.matrix(blk + "attn_output.weight", H, c.num_heads * D);
-      at.q_norm = r.vector(blk + "attn_q_norm.weight", D);
-      at.k_norm = r.vector(blk + "attn_k_norm.weight", D);
-    } else {
-      load_delta_net(r, c, blk, weights, layer.delta_net);
-    }
-    if (layer.moe)
-      layer.moe_ffn = load_moe(r, c, blk);
-    else
-      layer.mlp = load_ffn(r, blk, "", H, c.intermediate_size);
-    weights.layers.push_back(std::move(layer));
-  }
+  for (int l = 0; l < c.num_layers; ++l)
+    weights.layers.push_back(
+        load_layer(r, c, l, c.is_full_attention(l), c.is_moe_layer(l), weights));
+  if (c.hybrid()) weights.mtp = load_mtp(r, c, weights);
   r.reject_unused();
   return weights;
 }

@@ -1,6 +1,7 @@
 // The layer blocks the decoder is built from (model-spec §3), each a function of T normalised
 // input rows [T][H] that writes T output rows [T][H] and updates its part of the state:
-// gated / plain full attention, Gated DeltaNet, the dense SwiGLU MLP and the MoE block.
+// gated / plain full attention, Gated DeltaNet, the dense SwiGLU MLP and the MoE block, and the
+// decoder layer that joins a mixer and a feed-forward block with their norms and residuals.
 #pragma once
 
 #include <cstdint>
@@ -31,5 +32,18 @@ void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float
 void mlp_layer(const MlpWeights& w, const float* x, int T, float* out);
 
 void moe_layer(const MoeWeights& w, const ModelConfig& c, const float* x, int T, float* out);
+
+// Rows a decoder layer works in, kept by the caller so a stack of layers allocates them once.
+struct LayerScratch {
+  std::vector<float> normed, delta;
+};
+
+// One decoder layer (model-spec §3.2) over T rows of the residual stream h [T][H]:
+//   h += Mixer(RMSNorm_in(h));  h += FFN(RMSNorm_post(h))
+// A full-attention layer appends its K/V rows to `kv`; a Gated DeltaNet layer advances
+// `recurrent` (the one the layer does not use may be null).
+void decoder_layer(const LayerWeights& layer, const ModelConfig& c, float* h, int T,
+                   const AttentionContext& ctx, KvCache* kv, RecurrentState* recurrent,
+                   DeltaRuleForm form, LayerScratch& scratch);
 
 }  // namespace qmlx

@@ -15,7 +15,6 @@
 #include "base/process.h"
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
-#include "kernels/vec.h"
 #include "model/architectures.h"
 #include "model/gguf_file.h"
 #include "model/gguf_weights.h"
@@ -113,11 +112,16 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
   return model;
 }
 
-ModelState Model::new_state(ScalarType kv_type) const {
-  const auto& c = config_;
+ModelState Model::state_without_layers(ScalarType kv_type) const {
   ModelState s;
   s.kv_type = kv_type;
-  s.kv_row_bytes = size_t(c.num_kv_heads) * c.head_dim * scalar_size(kv_type);
+  s.kv_row_bytes = size_t(config_.num_kv_heads) * config_.head_dim * scalar_size(kv_type);
+  return s;
+}
+
+ModelState Model::new_state(ScalarType kv_type) const {
+  const auto& c = config_;
+  ModelState s = state_without_layers(kv_type);
   for (int l = 0; l < c.num_layers; ++l) {
     if (c.is_full_attention(l)) {
       s.kv.emplace_back();
@@ -146,7 +150,7 @@ void Model::forward(std::span<const int32_t> tokens, ModelState& state, float* l
   const auto& c = config_;
   const int T = int(tokens.size()), H = c.hidden_size;
   if (T == 0) return;
-  std::vector<float> h(size_t(T) * H), normed(size_t(T) * H), delta(size_t(T) * H);
+  std::vector<float> h(size_t(T) * H);
   embed(tokens, h.data());
 
   std::vector<RopeAngles> angles;
@@ -154,31 +158,24 @@ void Model::forward(std::span<const int32_t> tokens, ModelState& state, float* l
     angles.push_back(rope_angles(state.position + t, c.rotary_dim, c.rope_theta));
   AttentionContext ctx{state.position, &angles, state.kv_type, state.kv_row_bytes};
 
-  auto norm_rows = [&](const std::vector<float>& w) {
-    for (int t = 0; t < T; ++t)
-      rms_norm(h.data() + size_t(t) * H, w.data(), H, c.rms_norm_eps,
-               normed.data() + size_t(t) * H);
-  };
+  LayerScratch scratch;
   size_t attention_index = 0, recurrent_index = 0;
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerWeights& layer = weights_.layers[l];
-    norm_rows(layer.input_norm);
-    if (layer.full_attention)
-      attention_layer(layer.attention, c, normed.data(), T, ctx, state.kv[attention_index++],
-                      delta.data());
-    else
-      delta_net_layer(layer.delta_net, c, normed.data(), T, options.delta_rule,
-                      state.recurrent[recurrent_index++], delta.data());
-    vec::axpy(h.data(), 1.f, delta.data(), h.size());
-    norm_rows(layer.post_norm);
-    if (layer.moe)
-      moe_layer(layer.moe_ffn, c, normed.data(), T, delta.data());
-    else
-      mlp_layer(layer.mlp, normed.data(), T, delta.data());
-    vec::axpy(h.data(), 1.f, delta.data(), h.size());
+    KvCache* kv = layer.full_attention ? &state.kv[attention_index++] : nullptr;
+    RecurrentState* recurrent =
+        layer.full_attention ? nullptr : &state.recurrent[recurrent_index++];
+    decoder_layer(layer, c, h.data(), T, ctx, kv, recurrent, options.delta_rule, scratch);
   }
   state.position += T;
 
+  if (options.final_hidden) {
+    for (int t = 0; t < T; ++t)
+      rms_norm(h.data() + size_t(t) * H, weights_.final_norm.data(), H, c.rms_norm_eps,
+               options.final_hidden + size_t(t) * H);
+    matmul(options.final_hidden + size_t(T - 1) * H, 1, weights_.head, last_logits);
+    return;
+  }
   std::vector<float> last(H);
   rms_norm(h.data() + size_t(T - 1) * H, weights_.final_norm.data(), H, c.rms_norm_eps,
            last.data());

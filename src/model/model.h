@@ -25,6 +25,9 @@ using LoadProgress = std::function<void(uint64_t bytes_done, uint64_t bytes_tota
 
 struct ForwardOptions {
   DeltaRuleForm delta_rule = DeltaRuleForm::kAuto;
+  // When set, receives the final-normed hidden state of every fed token ([T][H]): the rows the
+  // LM head reads, and the main-model input of the MTP head (mtp_forward).
+  float* final_hidden = nullptr;
 };
 
 class Model {
@@ -50,8 +53,25 @@ class Model {
   void forward(std::span<const int32_t> tokens, ModelState& state, float* last_logits,
                const ForwardOptions& options = {}) const;
 
+  // Multi-token prediction (the checkpoint's `mtp.*` head; model-spec and mtp_head.cpp).
+  bool has_mtp() const { return weights_.mtp.has_value(); }
+  // An empty MTP state: the K/V rows of the head's one attention layer (kv[0]) and its position.
+  // Its positions are those of the main model: row p pairs hidden state p with token p + 1.
+  ModelState new_mtp_state(ScalarType kv_type) const;
+  // Feeds T rows at MTP positions [state.position, state.position + T): row t pairs the main
+  // model's final hidden state at that position (`hidden`, [T][H], from
+  // ForwardOptions::final_hidden) with the embedding of the token that follows it
+  // (`next_tokens`[t]). Appends the rows' K/V, advances the position and writes the logits
+  // after the last row (vocab_size floats): the distribution of the token after next_tokens[T-1].
+  // The caller rolls back rejected rows by lowering state.position. Throws qmlx::Error when the
+  // model has no MTP head or a token is outside the vocabulary.
+  void mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
+                   ModelState& state, float* last_logits) const;
+
  private:
   Model() = default;
+  // Position 0, no layers yet; K/V rows of kv_type.
+  ModelState state_without_layers(ScalarType kv_type) const;
   void embed(std::span<const int32_t> tokens, float* out) const;
 
   std::string directory_;

@@ -19,30 +19,37 @@ void load_qwen3_5_projections(WeightLoader& w, int layer, DeltaNetWeights& d) {
 
 }  // namespace
 
+LayerWeights load_hybrid_layer(WeightLoader& w, int l, bool full_attention, bool moe,
+                               const DeltaNetProjections& load_projections) {
+  const auto& c = w.config();
+  const std::string p = "layers." + std::to_string(l) + ".";
+  LayerWeights layer;
+  layer.full_attention = full_attention;
+  layer.moe = moe;
+  layer.input_norm = w.norm(p + "input_layernorm.weight", c.hidden_size, true);
+  layer.post_norm = w.norm(p + "post_attention_layernorm.weight", c.hidden_size, true);
+  if (layer.full_attention) {
+    layer.attention = load_attention(w, l, /*gated=*/true, /*zero_centred=*/true);
+  } else {
+    load_projections(w, l, layer.delta_net);
+    load_delta_net_common(w, l, layer.delta_net);
+  }
+  if (layer.moe)
+    layer.moe_ffn = load_moe(w, l);
+  else
+    layer.mlp = load_mlp(w, p + "mlp", c.hidden_size, c.intermediate_size);
+  return layer;
+}
+
 ModelWeights load_hybrid_weights(const TensorStore& store, const ModelConfig& c,
                                  const DeltaNetProjections& load_projections) {
   ModelWeights weights;
   WeightLoader w(store, c, weights);
   w.load_globals(/*zero_centred_norms=*/true);
-  for (int l = 0; l < c.num_layers; ++l) {
-    const std::string p = "layers." + std::to_string(l) + ".";
-    LayerWeights layer;
-    layer.full_attention = c.is_full_attention(l);
-    layer.moe = c.is_moe_layer(l);
-    layer.input_norm = w.norm(p + "input_layernorm.weight", c.hidden_size, true);
-    layer.post_norm = w.norm(p + "post_attention_layernorm.weight", c.hidden_size, true);
-    if (layer.full_attention) {
-      layer.attention = load_attention(w, l, /*gated=*/true, /*zero_centred=*/true);
-    } else {
-      load_projections(w, l, layer.delta_net);
-      load_delta_net_common(w, l, layer.delta_net);
-    }
-    if (layer.moe)
-      layer.moe_ffn = load_moe(w, l);
-    else
-      layer.mlp = load_mlp(w, p + "mlp", c.hidden_size, c.intermediate_size);
-    weights.layers.push_back(std::move(layer));
-  }
+  for (int l = 0; l < c.num_layers; ++l)
+    weights.layers.push_back(
+        load_hybrid_layer(w, l, c.is_full_attention(l), c.is_moe_layer(l), load_projections));
+  weights.mtp = load_mtp_weights(w, load_projections);
   w.reject_unused();
   return weights;
 }

@@ -68,6 +68,12 @@ WeightLoader::WeightLoader(const TensorStore& store, const ModelConfig& config,
   raw_norms_ = detect_raw_norms();
 }
 
+WeightLoader WeightLoader::at_root(const std::string& root) const {
+  WeightLoader rooted(*this);
+  rooted.prefix_ = root;
+  return rooted;
+}
+
 std::string WeightLoader::detect_prefix() const {
   for (const char* p : {"model.language_model.", "language_model.model.", "model.", ""})
     if (store_.contains(std::string(p) + "embed_tokens.weight")) return p;

@@ -32,6 +32,10 @@ class WeightLoader {
   // A copy of `m` with rows reordered: row i of the result is row order[i] of m.
   WeightMatrix permute_rows(const WeightMatrix& m, const std::vector<int>& order);
 
+  // The same checkpoint with names relative to `root` (a full tensor-name prefix such as
+  // "mtp.") instead of the layer stack's root.
+  WeightLoader at_root(const std::string& root) const;
+
   bool has(const std::string& tensor) const { return store_.contains(prefix_ + tensor); }
   bool has_module(const std::string& module) const { return has(module + ".weight"); }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "kernels/weight_matrix.h"
@@ -50,15 +51,28 @@ struct LayerWeights {
   MoeWeights moe_ffn;
 };
 
+// The multi-token-prediction head of Qwen3.5 / Qwen3-Next checkpoints (`mtp.*`): both inputs
+// RMS-normalised, [embedding | hidden] projected by fc [H, 2H], one full-attention decoder
+// layer, a final norm; the embedding and the LM head are the model's own.
+struct MtpWeights {
+  WeightMatrix fc;                    // [H, 2H]: columns 0..H-1 take the embedding
+  std::vector<float> embedding_norm;  // pre_fc_norm_embedding
+  std::vector<float> hidden_norm;     // pre_fc_norm_hidden
+  std::vector<float> final_norm;      // norm
+  LayerWeights layer;                 // full attention, the model's MLP or MoE
+};
+
 struct ModelWeights {
   WeightMatrix embed;  // [V, H], also the head when tied
   WeightMatrix head;   // [V, H]
   std::vector<float> final_norm;
   std::vector<LayerWeights> layers;
+  std::optional<MtpWeights> mtp;  // absent when the checkpoint has no MTP head
   // Storage for matrices re-ordered at load (stored format, not dequantized).
   std::vector<std::vector<uint8_t>> owned;
 
-  // Bytes of every matrix once (the head counted once when tied).
+  // Bytes of every matrix of the main model once (the head counted once when tied; the MTP
+  // head is not counted: a plain decode step never reads it).
   size_t matrix_bytes() const;
 };
 

@@ -104,7 +104,9 @@ class GgufLayout {
     if (!s_.tie) {
       matrix("output.weight", values("lm_head.weight"), shape("lm_head.weight"), head_type());
     }
-    for (int layer = 0; layer < s_.layers; ++layer) add_layer(layer);
+    for (int layer = 0; layer < s_.layers; ++layer)
+      add_layer(layer_name(layer, ""), layer, s_.is_full_attention(options_.arch, layer));
+    if (s_.mtp) add_mtp();
   }
 
  private:
@@ -143,13 +145,14 @@ class GgufLayout {
     f32(name, std::move(v), {n});
   }
 
-  void add_layer(int layer) {
-    const auto L = [layer](const std::string& suffix) { return layer_name(layer, suffix); };
+  // Logical layer `prefix` ("layers.3." or "mtp.layers.0.") as GGUF block `block`.
+  void add_layer(const std::string& prefix, int layer, bool full_attention) {
+    const auto L = [&prefix](const std::string& suffix) { return prefix + suffix; };
     const std::string blk = "blk." + std::to_string(layer) + ".";
     vector(blk + "attn_norm.weight", values(L("input_layernorm.weight")));
     vector(blk + (options_.arch == Arch::kQwen3 ? "ffn_norm.weight" : "post_attention_norm.weight"),
            values(L("post_attention_layernorm.weight")));
-    if (s_.is_full_attention(options_.arch, layer)) {
+    if (full_attention) {
       const std::pair<const char*, const char*> projections[] = {{"q_proj", "attn_q"},
                                                                  {"k_proj", "attn_k"},
                                                                  {"v_proj", "attn_v"},
@@ -163,10 +166,10 @@ class GgufLayout {
       vector(blk + "attn_q_norm.weight", values(L("self_attn.q_norm.weight")));
       vector(blk + "attn_k_norm.weight", values(L("self_attn.k_norm.weight")));
     } else {
-      add_gated_delta_net(layer, blk);
+      add_gated_delta_net(prefix, blk);
     }
     if (has_moe(options_.arch)) {
-      add_moe(layer, blk);
+      add_moe(prefix, layer, blk);
     } else {
       for (const char* p : {"gate", "up", "down"}) {
         const std::string n = L(std::string("mlp.") + p + "_proj.weight");
@@ -177,9 +180,21 @@ class GgufLayout {
     }
   }
 
-  void add_gated_delta_net(int layer, const std::string& blk) {
-    const auto L = [layer](const std::string& suffix) {
-      return layer_name(layer, "linear_attn." + suffix);
+  // llama.cpp's converter (_Qwen35MtpMixin, later _QwenMtpMixin, which Qwen3-Next uses too)
+  // appends the MTP head as block n_layer: the layer's ordinary tensors plus nextn.eh_proj (fc),
+  // nextn.enorm / hnorm (pre_fc_norm_embedding / hidden) and nextn.shared_head_norm (norm).
+  void add_mtp() {
+    const std::string nextn = "blk." + std::to_string(s_.layers) + ".nextn.";
+    matrix(nextn + "eh_proj.weight", values("mtp.fc.weight"), shape("mtp.fc.weight"));
+    vector(nextn + "enorm.weight", values("mtp.pre_fc_norm_embedding.weight"));
+    vector(nextn + "hnorm.weight", values("mtp.pre_fc_norm_hidden.weight"));
+    vector(nextn + "shared_head_norm.weight", values("mtp.norm.weight"));
+    add_layer("mtp.layers.0.", s_.layers, true);
+  }
+
+  void add_gated_delta_net(const std::string& prefix, const std::string& blk) {
+    const auto L = [&prefix](const std::string& suffix) {
+      return prefix + "linear_attn." + suffix;
     };
     const int64_t Hk = s_.linear_key_heads, Hv = s_.linear_value_heads, r = Hv / Hk;
     const int64_t Dk = s_.linear_key_dim, Dv = s_.linear_value_dim, H = s_.hidden;
@@ -250,8 +265,8 @@ class GgufLayout {
     matrix(blk + "ssm_out.weight", out_tiled, {H, Hv * Dv});
   }
 
-  void add_moe(int layer, const std::string& blk) {
-    const auto L = [layer](const std::string& suffix) { return layer_name(layer, suffix); };
+  void add_moe(const std::string& prefix, int layer, const std::string& blk) {
+    const auto L = [&prefix](const std::string& suffix) { return prefix + suffix; };
     const int64_t E = s_.experts, I = s_.moe_intermediate, H = s_.hidden;
     // llama-quantize never quantizes the router.
     f32(blk + "ffn_gate_inp.weight", values(L("mlp.gate.weight")), {E, H});
@@ -291,7 +306,8 @@ void add_hyperparameters(const ModelOptions& options, GgufFileWriter& w) {
   const std::string a = gguf_arch(options.arch);
   w.add_u32(a + ".context_length", uint32_t(s.max_position_embeddings));
   w.add_u32(a + ".embedding_length", uint32_t(s.hidden));
-  w.add_u32(a + ".block_count", uint32_t(s.layers));
+  w.add_u32(a + ".block_count", uint32_t(s.layers + (s.mtp ? 1 : 0)));
+  if (s.mtp) w.add_u32(a + ".nextn_predict_layers", 1);
   w.add_u32(a + ".feed_forward_length", uint32_t(s.intermediate));
   w.add_u32(a + ".attention.head_count", uint32_t(s.heads));
   w.add_u32(a + ".attention.head_count_kv", uint32_t(s.kv_heads));

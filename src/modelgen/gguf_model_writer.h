@@ -4,7 +4,9 @@
 // metadata keys; its transforms (norm multipliers with the +1 folded in, ssm_a = -exp(A_log),
 // conv1d as [CD, K], Qwen3-Next qkvz de-interleaved into attn_qkv + attn_gate, and for Qwen3.5
 // the value heads permuted from grouped to tiled order); 1-D tensors, conv1d and the MoE
-// router kept in F32; and the tokenizer as tokenizer.ggml.* (gpt2 BPE, pre "qwen2"/"qwen35").
+// router kept in F32; the MTP head as block n_layer with nextn.* tensors and
+// {arch}.nextn_predict_layers (as llama.cpp's _Qwen35MtpMixin / _QwenMtpMixin write it); and the
+// tokenizer as tokenizer.ggml.* (gpt2 BPE, pre "qwen2"/"qwen35").
 #pragma once
 
 #include <string>

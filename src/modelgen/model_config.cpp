@@ -79,6 +79,7 @@ json qwen35_config(const ModelOptions& options, const SpecialIds& ids) {
   }
   text["layer_types"] = layer_types(options);
   text["attn_output_gate"] = true;
+  if (s.mtp) text["mtp_num_hidden_layers"] = 1;
   text["mamba_ssm_dtype"] = "float32";
   text["rope_parameters"] = {{"rope_type", "default"},
                              {"rope_theta", s.rope_theta},
@@ -120,6 +121,7 @@ json qwen3_next_config(const ModelOptions& options, const SpecialIds& ids) {
   config["partial_rotary_factor"] = s.partial_rotary_factor;
   config["rope_theta"] = s.rope_theta;
   config["rope_scaling"] = nullptr;
+  if (s.mtp) config["num_nextn_predict_layers"] = 1;
   if (!s.full_attention_layers.empty()) config["layer_types"] = layer_types(options);
   return config;
 }

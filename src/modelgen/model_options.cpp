@@ -114,6 +114,8 @@ void validate_options(const ModelOptions& options) {
     require(s.intermediate > 0, "--intermediate must be > 0");
   }
   require(options.shards >= 1, "--shards must be >= 1");
+  require(!s.mtp || has_linear_attention(options.arch),
+          "--mtp needs a Qwen3.5 or Qwen3-Next --arch (Qwen3 has no MTP head)");
   if (options.quantization) {
     require(options.layout == Layout::kMLX,
             "--bits needs --layout mlx (HF files are not quantized)");

@@ -50,6 +50,9 @@ struct ModelShape {
   double partial_rotary_factor = 0.25;
   double rms_norm_eps = 1e-6;
   int max_position_embeddings = 262144;
+  // A multi-token-prediction head (`mtp.*`: one full-attention layer), as Qwen3.5 / Qwen3-Next
+  // checkpoints ship.
+  bool mtp = false;
   // Explicit per-layer kinds; empty means "full attention iff (i+1) % interval == 0".
   std::vector<bool> full_attention_layers;
 

@@ -48,7 +48,9 @@ class Builder {
     vocabulary_matrix("embed_tokens.weight", 1.0);
     norm("norm.weight", H);
     if (!s_.tie) vocabulary_matrix("lm_head.weight", 1.0 / std::sqrt(double(H)));
-    for (int layer = 0; layer < s_.layers; ++layer) add_layer(layer);
+    for (int layer = 0; layer < s_.layers; ++layer)
+      add_layer(layer_name(layer, ""), s_.is_full_attention(arch_, layer));
+    if (s_.mtp) add_mtp();
     return std::move(model_);
   }
 
@@ -75,41 +77,50 @@ class Builder {
     model_.add(name, {size}, uniform(seed_, name, size, 0.1f, 1.0f));
   }
 
-  void add_layer(int layer) {
-    norm(layer_name(layer, "input_layernorm.weight"), s_.hidden);
-    norm(layer_name(layer, "post_attention_layernorm.weight"), s_.hidden);
-    if (s_.is_full_attention(arch_, layer)) {
-      add_attention(layer);
+  // `prefix` names the layer: "layers.3." or "mtp.layers.0.".
+  void add_layer(const std::string& prefix, bool full_attention) {
+    norm(prefix + "input_layernorm.weight", s_.hidden);
+    norm(prefix + "post_attention_layernorm.weight", s_.hidden);
+    if (full_attention) {
+      add_attention(prefix);
     } else {
-      add_gated_delta_net(layer);
+      add_gated_delta_net(prefix);
     }
     if (has_moe(arch_)) {
-      add_moe(layer);
+      add_moe(prefix);
     } else {
-      add_mlp(layer_name(layer, "mlp."), s_.intermediate);
+      add_mlp(prefix + "mlp.", s_.intermediate);
     }
   }
 
-  void add_attention(int layer) {
-    const int64_t H = s_.hidden, D = s_.head_dim;
-    const int64_t q_rows = s_.heads * D * (arch_ == Arch::kQwen3 ? 1 : 2);  // [q | gate] per head
-    projection(layer_name(layer, "self_attn.q_proj.weight"), q_rows, H);
-    projection(layer_name(layer, "self_attn.k_proj.weight"), s_.kv_heads * D, H);
-    projection(layer_name(layer, "self_attn.v_proj.weight"), s_.kv_heads * D, H);
-    residual_projection(layer_name(layer, "self_attn.o_proj.weight"), H, s_.heads * D);
-    norm(layer_name(layer, "self_attn.q_norm.weight"), D);
-    norm(layer_name(layer, "self_attn.k_norm.weight"), D);
+  // The MTP head: fc over [embedding | hidden], its norms and one full-attention layer.
+  void add_mtp() {
+    const int64_t H = s_.hidden;
+    projection("mtp.fc.weight", H, 2 * H);
+    norm("mtp.pre_fc_norm_embedding.weight", H);
+    norm("mtp.pre_fc_norm_hidden.weight", H);
+    norm("mtp.norm.weight", H);
+    add_layer("mtp.layers.0.", true);
   }
 
-  void add_gated_delta_net(int layer) {
+  void add_attention(const std::string& prefix) {
+    const int64_t H = s_.hidden, D = s_.head_dim;
+    const int64_t q_rows = s_.heads * D * (arch_ == Arch::kQwen3 ? 1 : 2);  // [q | gate] per head
+    projection(prefix + "self_attn.q_proj.weight", q_rows, H);
+    projection(prefix + "self_attn.k_proj.weight", s_.kv_heads * D, H);
+    projection(prefix + "self_attn.v_proj.weight", s_.kv_heads * D, H);
+    residual_projection(prefix + "self_attn.o_proj.weight", H, s_.heads * D);
+    norm(prefix + "self_attn.q_norm.weight", D);
+    norm(prefix + "self_attn.k_norm.weight", D);
+  }
+
+  void add_gated_delta_net(const std::string& prefix) {
     const int64_t H = s_.hidden;
     const int64_t key_dim = int64_t{s_.linear_key_heads} * s_.linear_key_dim;
     const int64_t value_dim = int64_t{s_.linear_value_heads} * s_.linear_value_dim;
     const int64_t conv_dim = 2 * key_dim + value_dim;
     const int64_t Hv = s_.linear_value_heads;
-    const auto name = [&](const char* suffix) {
-      return layer_name(layer, std::string("linear_attn.") + suffix);
-    };
+    const auto name = [&](const char* suffix) { return prefix + "linear_attn." + suffix; };
     projection(name("in_proj_qkv.weight"), conv_dim, H);
     projection(name("in_proj_z.weight"), value_dim, H);
     projection(name("in_proj_b.weight"), Hv, H);
@@ -148,13 +159,13 @@ class Builder {
     residual_projection(prefix + "down_proj.weight", s_.hidden, intermediate);
   }
 
-  void add_moe(int layer) {
-    projection(layer_name(layer, "mlp.gate.weight"), s_.experts, s_.hidden);
+  void add_moe(const std::string& prefix) {
+    projection(prefix + "mlp.gate.weight", s_.experts, s_.hidden);
     for (int e = 0; e < s_.experts; ++e) {
-      add_mlp(layer_name(layer, "mlp.experts." + std::to_string(e) + "."), s_.moe_intermediate);
+      add_mlp(prefix + "mlp.experts." + std::to_string(e) + ".", s_.moe_intermediate);
     }
-    add_mlp(layer_name(layer, "mlp.shared_expert."), s_.shared_intermediate);
-    projection(layer_name(layer, "mlp.shared_expert_gate.weight"), 1, s_.hidden);
+    add_mlp(prefix + "mlp.shared_expert.", s_.shared_intermediate);
+    projection(prefix + "mlp.shared_expert_gate.weight", 1, s_.hidden);
   }
 
   Arch arch_;

@@ -58,7 +58,14 @@ class Layouter {
     plain("embed_tokens.weight", true);
     zero_centred_norm("norm.weight");
     if (!s_.tie) plain("lm_head.weight", true);
-    for (int layer = 0; layer < s_.layers; ++layer) add_layer(layer);
+    for (int layer = 0; layer < s_.layers; ++layer)
+      add_layer(layer_name(layer, ""), s_.is_full_attention(options_.arch, layer));
+    if (s_.mtp) {
+      plain("mtp.fc.weight", true);
+      for (const char* n : {"pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"})
+        zero_centred_norm(std::string("mtp.") + n + ".weight");
+      add_layer("mtp.layers.0.", true);
+    }
     return std::move(out_);
   }
 
@@ -67,6 +74,10 @@ class Layouter {
     if (name == "lm_head.weight") {
       return is_qwen35_family(options_.arch) && !hf ? "language_model.lm_head.weight" : name;
     }
+    // The MTP head sits at the top level in HF files (vLLM's Qwen3.5 / Qwen3-Next MTP loaders
+    // read `mtp.*`); MLX files put it where mlx-lm's sanitize moves Qwen3.5's top-level names.
+    if (name.rfind("mtp.", 0) == 0)
+      return is_qwen35_family(options_.arch) && !hf ? "language_model." + name : name;
     if (!is_qwen35_family(options_.arch)) return "model." + name;
     return (hf ? "model.language_model." : "language_model.model.") + name;
   }
@@ -87,34 +98,34 @@ class Layouter {
     emit(name, t.shape, store_raw ? shifted(t.values, -1.0f) : t.values, false);
   }
 
-  void add_layer(int layer) {
-    const auto L = [layer](const std::string& suffix) { return layer_name(layer, suffix); };
-    zero_centred_norm(L("input_layernorm.weight"));
-    zero_centred_norm(L("post_attention_layernorm.weight"));
-    if (s_.is_full_attention(options_.arch, layer)) {
+  // `prefix` names the layer: "layers.3." or "mtp.layers.0.".
+  void add_layer(const std::string& prefix, bool full_attention) {
+    zero_centred_norm(prefix + "input_layernorm.weight");
+    zero_centred_norm(prefix + "post_attention_layernorm.weight");
+    if (full_attention) {
       for (const char* p : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
-        plain(L(std::string("self_attn.") + p + ".weight"), true);
+        plain(prefix + "self_attn." + p + ".weight", true);
       }
-      zero_centred_norm(L("self_attn.q_norm.weight"));
-      zero_centred_norm(L("self_attn.k_norm.weight"));
+      zero_centred_norm(prefix + "self_attn.q_norm.weight");
+      zero_centred_norm(prefix + "self_attn.k_norm.weight");
     } else {
-      add_gated_delta_net(layer);
+      add_gated_delta_net(prefix);
     }
     if (has_moe(options_.arch)) {
-      add_moe(layer);
+      add_moe(prefix);
     } else {
       for (const char* p : {"gate_proj", "up_proj", "down_proj"}) {
-        plain(L(std::string("mlp.") + p + ".weight"), true);
+        plain(prefix + "mlp." + p + ".weight", true);
       }
     }
   }
 
-  void add_gated_delta_net(int layer) {
-    const auto L = [layer](const std::string& suffix) {
-      return layer_name(layer, "linear_attn." + suffix);
+  void add_gated_delta_net(const std::string& prefix) {
+    const auto L = [&prefix](const std::string& suffix) {
+      return prefix + "linear_attn." + suffix;
     };
     if (options_.arch == Arch::kQwen3Next) {
-      add_interleaved_projections(layer);
+      add_interleaved_projections(prefix);
     } else {
       for (const char* p : {"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"}) {
         plain(L(std::string(p) + ".weight"), true);
@@ -135,9 +146,9 @@ class Layouter {
 
   // Qwen3-Next: rows grouped per key head g: [q_g | k_g | v_g (r heads) | z_g (r heads)] and
   // [b_g (r) | a_g (r)] (model-spec §3.4).
-  void add_interleaved_projections(int layer) {
-    const auto L = [layer](const std::string& suffix) {
-      return layer_name(layer, "linear_attn." + suffix);
+  void add_interleaved_projections(const std::string& prefix) {
+    const auto L = [&prefix](const std::string& suffix) {
+      return prefix + "linear_attn." + suffix;
     };
     const int64_t Hk = s_.linear_key_heads, Dk = s_.linear_key_dim, Dv = s_.linear_value_dim;
     const int64_t r = s_.linear_value_heads / Hk, H = s_.hidden, key_dim = Hk * Dk;
@@ -173,8 +184,8 @@ class Layouter {
         true);
   }
 
-  void add_moe(int layer) {
-    const auto L = [layer](const std::string& suffix) { return layer_name(layer, suffix); };
+  void add_moe(const std::string& prefix) {
+    const auto L = [&prefix](const std::string& suffix) { return prefix + suffix; };
     plain(L("mlp.gate.weight"), true);
     for (const char* p : {"gate_proj", "up_proj", "down_proj"}) {
       plain(L(std::string("mlp.shared_expert.") + p + ".weight"), true);

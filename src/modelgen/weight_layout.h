@@ -7,6 +7,8 @@
 //    norms with the +1 folded in, stacked `switch_mlp.*`, and optionally MLX affine
 //    quantization of every Linear/Embedding whose input dim divides by the group size, with
 //    the router and shared-expert gate at 8 bits / group 64 as mlx-lm does.
+//  - An MTP head (`mtp.*`) is laid out like a layer: at the top level in HF files (where vLLM
+//    reads it), under `language_model.mtp.` in MLX Qwen3.5 files and `mtp.` in MLX Qwen3-Next.
 #pragma once
 
 #include <vector>

@@ -12,16 +12,8 @@
 namespace qmlx {
 namespace {
 
+using testing::relative_error;
 using testing::TinyModelSpec;
-
-double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    num = std::max(num, std::abs(double(a[i]) - b[i]));
-    den = std::max(den, std::abs(double(b[i])));
-  }
-  return num / den;
-}
 
 std::vector<float> logits_for(const std::string& dir, const std::vector<int32_t>& tokens) {
   auto model = Model::load(dir);

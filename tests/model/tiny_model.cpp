@@ -489,4 +489,13 @@ std::string make_temp_dir(const std::string& tag) {
   return buf.data();
 }
 
+double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    num = std::max(num, std::abs(double(a[i]) - b[i]));
+    den = std::max(den, std::abs(double(b[i])));
+  }
+  return num / den;
+}
+
 }  // namespace qmlx::testing

@@ -60,4 +60,7 @@ void write_tiny_model(const std::string& dir, const TinyModelSpec& spec);
 // A fresh temporary directory under $TMPDIR, removed by the caller if wanted.
 std::string make_temp_dir(const std::string& tag);
 
+// max|a - b| / max|b|: how far logits `a` are from `b`, relative to b's scale.
+double relative_error(const std::vector<float>& a, const std::vector<float>& b);
+
 }  // namespace qmlx::testing

@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/error.h"
 #include "modelgen/byte_level.h"
+#include "modelgen/gguf_model_writer.h"
 #include "modelgen/script_model.h"
 
 namespace qmlx::modelgen {
@@ -46,6 +48,11 @@ class ModelWriterTest : public ::testing::Test {
     options.shape = default_shape(arch);
     options.shape.layers = 2;
     options.shape.full_attention_interval = 2;
+    return options;
+  }
+  ModelOptions with_mtp(Arch arch, Layout layout) {
+    ModelOptions options = tiny(arch, layout);
+    options.shape.mtp = true;
     return options;
   }
 
@@ -130,6 +137,42 @@ TEST_F(ModelWriterTest, TokenizerHasBytesMergesAndQwenSpecials) {
   EXPECT_EQ(config["eos_token"], "<|im_end|>");
   EXPECT_TRUE(config["bos_token"].is_null());
   EXPECT_FALSE(config["chat_template"].get<std::string>().empty());
+}
+
+// `make-model --mtp`: the MTP head in each layout; Qwen3 has none.
+TEST_F(ModelWriterTest, MtpHeadAtTopLevelInHuggingFaceFiles) {
+  const ModelOptions options = with_mtp(Arch::kQwen35, Layout::kHF);
+  write_random_model(options, root_.string());
+  const auto header = safetensors_header(root_ / "model.safetensors");
+  const int H = options.shape.hidden;
+  EXPECT_EQ(header["mtp.fc.weight"]["shape"], nlohmann::json({H, 2 * H}));
+  for (const char* name :
+       {"mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight", "mtp.norm.weight",
+        "mtp.layers.0.self_attn.q_proj.weight", "mtp.layers.0.mlp.down_proj.weight"})
+    EXPECT_TRUE(header.contains(name)) << name;
+  const auto config = nlohmann::json::parse(read_file(root_ / "config.json"));
+  EXPECT_EQ(config["text_config"]["mtp_num_hidden_layers"], 1);
+  EXPECT_EQ(config["text_config"]["num_hidden_layers"], options.shape.layers);
+}
+
+TEST_F(ModelWriterTest, MtpHeadInMlxFilesQuantizedWithItsRouterOverride) {
+  ModelOptions options = with_mtp(Arch::kQwen35Moe, Layout::kMLX);
+  options.quantization = QuantParams{4, 64};
+  write_random_model(options, root_.string());
+  const auto header = safetensors_header(root_ / "model.safetensors");
+  EXPECT_TRUE(header.contains("language_model.mtp.fc.scales"));
+  EXPECT_TRUE(header.contains("language_model.mtp.layers.0.mlp.switch_mlp.up_proj.scales"));
+  EXPECT_FALSE(header.contains("language_model.mtp.norm.scales"));
+  const auto config = nlohmann::json::parse(read_file(root_ / "config.json"));
+  EXPECT_EQ(config["quantization"]["language_model.mtp.layers.0.mlp.gate"],
+            nlohmann::json({{"group_size", 64}, {"bits", 8}}));
+}
+
+TEST_F(ModelWriterTest, NoMtpHeadForQwen3) {
+  EXPECT_THROW(write_random_model(with_mtp(Arch::kQwen3, Layout::kHF), root_.string()), Error);
+  EXPECT_THROW(write_random_gguf_model(with_mtp(Arch::kQwen3, Layout::kHF),
+                                       parse_gguf_recipe("f32"), (root_ / "m.gguf").string()),
+               Error);
 }
 
 TEST(ScriptModel, SplitKeepsTextAndSpecials) {

@@ -1,7 +1,9 @@
 """Turns a Qwen3.5 / Qwen3-Next / Qwen3 checkpoint (Hugging Face or MLX layout, float or MLX
 affine-quantized) into one canonical set of float64 numpy weights for forward.py.
 
-Canonical names are the HF names without prefix. Every Gated DeltaNet gets in_proj_qkv /
+Canonical names are the HF names without prefix; an MTP head (HF `mtp.*`, MLX
+`language_model.mtp.*`, or `model.mtp.*`) becomes `mtp.*` with its layer stored like the others.
+Every Gated DeltaNet gets in_proj_qkv /
 in_proj_z / in_proj_b / in_proj_a, conv1d becomes [CD, K], experts are stacked
 experts.{gate,up,down}_proj [E, out, in], and every norm holds the multiplier it applies
 (1 + w for the raw zero-centred norms of HF Qwen3.5 / Qwen3-Next files).
@@ -15,7 +17,8 @@ import numpy as np
 import safetensors_np
 
 _PREFIXES = ("model.language_model.", "language_model.model.", "model.")
-_SKIPPED = ("model.visual.", "visual.", "vision_tower.", "mtp.", "model.mtp.")
+_SKIPPED = ("model.visual.", "visual.", "vision_tower.")
+_MTP_ROOTS = ("mtp.", "language_model.mtp.", "model.mtp.")
 _ZERO_CENTRED = ("input_layernorm.weight", "post_attention_layernorm.weight",
                  "q_norm.weight", "k_norm.weight")
 
@@ -110,6 +113,9 @@ def _dequantize_all(raw, quantization):
 
 
 def _strip_prefix(name):
+    for root in _MTP_ROOTS:
+        if name.startswith(root):
+            return "mtp." + name[len(root):]
     if name in ("lm_head.weight", "language_model.lm_head.weight"):
         return "lm_head.weight"
     for prefix in _PREFIXES:
@@ -137,8 +143,8 @@ def _deinterleave_next(w, cfg, layer):
     w[p + "in_proj_a.weight"] = ba[:, r:].reshape(-1, hidden)
 
 
-def _stack_experts(w, layer, n_experts):
-    p = f"layers.{layer}.mlp."
+def _stack_experts(w, layer, n_experts, root=""):
+    p = f"{root}layers.{layer}.mlp."
     if p + "experts.gate_up_proj" in w:  # Qwen3.5-MoE HF: fused [E, 2I, H]
         gate_up = w.pop(p + "experts.gate_up_proj")
         half = gate_up.shape[1] // 2
@@ -172,9 +178,14 @@ def load(model_dir):
             _deinterleave_next(w, cfg, layer)
         if cfg.is_moe(layer):
             _stack_experts(w, layer, cfg.experts)
+    if "mtp.fc.weight" in w and cfg.is_moe(0):  # the MTP layer has layer 0's feed-forward kind
+        _stack_experts(w, 0, cfg.experts, root="mtp.")
+    mtp_norms = ("mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight",
+                 "mtp.norm.weight")
     if cfg.zero_centred and hf_layout:
         for name in list(w):
-            if name == "norm.weight" or (name.endswith(_ZERO_CENTRED) and "linear_attn" not in name):
+            if (name in ("norm.weight",) + mtp_norms
+                    or (name.endswith(_ZERO_CENTRED) and "linear_attn" not in name)):
                 w[name] = 1.0 + w[name]
     if "lm_head.weight" not in w or cfg.tie:
         w["lm_head.weight"] = w["embed_tokens.weight"]

@@ -1,6 +1,7 @@
 """The forward pass of Qwen3.5 / Qwen3-Next / Qwen3, written from the math (model-spec §3),
 in float64 numpy. A Model holds the per-sequence state (K/V, conv and SSM state), so a prompt
-can be prefilled in one call and generation continues token by token.
+can be prefilled in one call and generation continues token by token. MtpHead runs the
+multi-token-prediction head (`mtp.*`) with its own K/V.
 """
 import numpy as np
 
@@ -92,21 +93,27 @@ class Model:
         return self.w[f"layers.{layer}.{name}"]
 
     def forward(self, tokens):
-        """Feeds tokens after the current position; returns logits [T, vocab]."""
+        """Feeds tokens after the current position; returns logits [T, vocab]. Keeps the
+        final-normed hidden rows [T, H] (the MTP head's input) in self.hidden."""
         cfg = self.cfg
         x = self.w["embed_tokens.weight"][np.asarray(tokens)]
         positions = np.arange(self.position, self.position + len(tokens))
         for layer in range(cfg.layers):
-            h = rms_norm(x, self.p(layer, "input_layernorm.weight"), cfg.eps)
-            if cfg.layer_types[layer] == "full_attention":
-                x = x + self.attention(layer, h, positions)
-            else:
-                x = x + self.gated_delta_net(layer, h)
-            h = rms_norm(x, self.p(layer, "post_attention_layernorm.weight"), cfg.eps)
-            x = x + (self.moe(layer, h) if cfg.is_moe(layer) else self.mlp(layer, "mlp.", h))
+            x = self.decoder_layer(layer, cfg.layer_types[layer] == "full_attention",
+                                   cfg.is_moe(layer), x, positions)
         self.position += len(tokens)
-        x = rms_norm(x, self.w["norm.weight"], cfg.eps)
-        return x @ self.w["lm_head.weight"].T
+        self.hidden = rms_norm(x, self.w["norm.weight"], cfg.eps)
+        return self.hidden @ self.w["lm_head.weight"].T
+
+    def decoder_layer(self, layer, full_attention, moe, x, positions):
+        cfg = self.cfg
+        h = rms_norm(x, self.p(layer, "input_layernorm.weight"), cfg.eps)
+        if full_attention:
+            x = x + self.attention(layer, h, positions)
+        else:
+            x = x + self.gated_delta_net(layer, h)
+        h = rms_norm(x, self.p(layer, "post_attention_layernorm.weight"), cfg.eps)
+        return x + (self.moe(layer, h) if moe else self.mlp(layer, "mlp.", h))
 
     def attention(self, layer, x, positions):
         cfg = self.cfg
@@ -199,3 +206,28 @@ class Model:
         shared = self.mlp(layer, "mlp.shared_expert.", x)
         shared_gate = sigmoid(x @ self.p(layer, "mlp.shared_expert_gate.weight").T)
         return out + shared_gate * shared
+
+
+class MtpHead(Model):
+    """The MTP head (vLLM qwen3_next_mtp.py / qwen3_5_mtp.py): for the main model's final-normed
+    hidden state at position p and the token at p + 1,
+        x = fc([rms(embed(token)) * w_e | rms(hidden) * w_h]);  x = layer(x) at position p;
+        logits = lm_head(rms(x) * w_norm)
+    where the layer is full attention with layer 0's feed-forward kind and its own K/V."""
+
+    def __init__(self, cfg, weights):
+        mtp = {name[len("mtp."):]: a for name, a in weights.items() if name.startswith("mtp.")}
+        super().__init__(cfg, mtp)
+        self.shared = weights
+
+    def forward(self, hidden, next_tokens):
+        """Rows (hidden [T, H], next_tokens [T]) at the next T positions; returns logits."""
+        cfg, w = self.cfg, self.w
+        e = rms_norm(self.shared["embed_tokens.weight"][np.asarray(next_tokens)],
+                     w["pre_fc_norm_embedding.weight"], cfg.eps)
+        h = rms_norm(np.asarray(hidden), w["pre_fc_norm_hidden.weight"], cfg.eps)
+        x = np.concatenate([e, h], axis=-1) @ w["fc.weight"].T
+        positions = np.arange(self.position, self.position + len(next_tokens))
+        x = self.decoder_layer(0, True, cfg.is_moe(0), x, positions)
+        self.position += len(next_tokens)
+        return rms_norm(x, w["norm.weight"], cfg.eps) @ self.shared["lm_head.weight"].T

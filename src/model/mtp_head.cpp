@@ -1,0 +1,60 @@
+// The multi-token-prediction head (Qwen3.5 / Qwen3-Next `mtp.*`), as vLLM's qwen3_next_mtp.py /
+// qwen3_5_mtp.py and llama.cpp's qwen35 MTP graph run it. For the pair (hidden state of
+// position p, token p + 1):
+//   x = fc([RMSNorm_embedding(embed(token)) | RMSNorm_hidden(hidden)])
+//   x = decoder_layer(x)            full attention at RoPE position p, its own K/V rows
+//   logits = head(RMSNorm_final(x))  the model's own LM head
+// `hidden` is the main model's final-normed hidden state (what its LM head reads).
+#include <vector>
+
+#include "base/error.h"
+#include "kernels/matmul.h"
+#include "kernels/norms.h"
+#include "model/model.h"
+
+namespace qmlx {
+
+ModelState Model::new_mtp_state(ScalarType kv_type) const {
+  if (!has_mtp()) throw Error(directory_ + ": the model has no MTP head");
+  ModelState s = state_without_layers(kv_type);
+  s.kv.emplace_back();
+  return s;
+}
+
+void Model::mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
+                        ModelState& state, float* last_logits) const {
+  if (!has_mtp()) throw Error(directory_ + ": the model has no MTP head");
+  const auto& c = config_;
+  const MtpWeights& m = *weights_.mtp;
+  const int T = int(next_tokens.size()), H = c.hidden_size;
+  if (T == 0) return;
+  if (hidden.size() != size_t(T) * H)
+    throw Error("mtp_forward: " + std::to_string(hidden.size()) + " hidden values for " +
+                std::to_string(T) + " tokens of hidden size " + std::to_string(H));
+  if (state.kv.size() != 1 || !state.recurrent.empty())
+    throw Error("mtp_forward: the state is not an MTP state (Model::new_mtp_state)");
+
+  // Row t of `joined` is [normed embedding | normed hidden], fc's input order.
+  std::vector<float> embedded(size_t(T) * H), joined(size_t(T) * 2 * H), h(size_t(T) * H);
+  embed(next_tokens, embedded.data());
+  for (int t = 0; t < T; ++t) {
+    float* row = joined.data() + size_t(t) * 2 * H;
+    rms_norm(embedded.data() + size_t(t) * H, m.embedding_norm.data(), H, c.rms_norm_eps, row);
+    rms_norm(hidden.data() + size_t(t) * H, m.hidden_norm.data(), H, c.rms_norm_eps, row + H);
+  }
+  matmul(joined.data(), T, m.fc, h.data());
+
+  std::vector<RopeAngles> angles;
+  for (int t = 0; t < T; ++t)
+    angles.push_back(rope_angles(state.position + t, c.rotary_dim, c.rope_theta));
+  AttentionContext ctx{state.position, &angles, state.kv_type, state.kv_row_bytes};
+  LayerScratch scratch;
+  decoder_layer(m.layer, c, h.data(), T, ctx, &state.kv[0], nullptr, DeltaRuleForm::kAuto, scratch);
+  state.position += T;
+
+  std::vector<float> last(H);
+  rms_norm(h.data() + size_t(T - 1) * H, m.final_norm.data(), H, c.rms_norm_eps, last.data());
+  matmul(last.data(), 1, weights_.head, last_logits);
+}
+
+}  // namespace qmlx
