@@ -17,27 +17,25 @@ namespace {
 constexpr int kKeyBlock = 64;      // keys per block: K^T and V blocks of 64 KiB each at D = 256
 constexpr int kQueryVectors = 64;  // query vectors (tokens x heads sharing a KV head) per task
 
-// One KV head's row p as floats: a pointer into an f32 cache, else converted into `buffer`.
-const float* kv_row(const void* cache, ScalarType type, size_t row_bytes, size_t head_offset,
-                    size_t p, int D, float* buffer) {
+// One KV head's row p as floats: a pointer into an f32 cache, else decoded into `buffer`.
+const float* kv_row(const void* cache, KvType type, size_t row_bytes, size_t head_offset, size_t p,
+                    int D, float* buffer) {
   const uint8_t* row = static_cast<const uint8_t*>(cache) + p * row_bytes + head_offset;
-  if (type == ScalarType::kF32) return reinterpret_cast<const float*>(row);
-  convert_to_float(row, type, D, buffer);
-  return buffer;
+  return load_kv_head(row, D, type, buffer);
 }
 
 // Decode (one query row): work is split over KV heads, and the query heads sharing a KV head
 // are done together, so each K and V row is loaded (and converted) once for all of them.
 void attend_single_row(const AttentionShape& s, const float* q, const void* k_cache,
-                       const void* v_cache, ScalarType kv_type, float* out) {
-  const size_t elem = scalar_size(kv_type);
-  const size_t row_bytes = size_t(s.Nkv) * s.D * elem;
+                       const void* v_cache, KvType kv_type, float* out) {
+  const size_t head_bytes = kv_head_bytes(kv_type, s.D);
+  const size_t row_bytes = size_t(s.Nkv) * head_bytes;
   const int group = s.Nh / s.Nkv;
   const size_t n = size_t(s.q_pos0 + 1);
   default_pool().parallel_for(size_t(s.Nkv), [&](size_t begin, size_t end) {
     std::vector<float> scores(group * n), buffer(s.D);
     for (size_t kv = begin; kv < end; ++kv) {
-      const size_t head_offset = kv * s.D * elem;
+      const size_t head_offset = kv * head_bytes;
       const float* qg = q + kv * group * s.D;
       float* og = out + kv * group * s.D;
       for (size_t p = 0; p < n; ++p) {
@@ -63,12 +61,13 @@ void attend_single_row(const AttentionShape& s, const float* q, const void* k_ca
 // on how the prompt was cut into prefill chunks or query blocks.
 class BlockAttention {
  public:
-  BlockAttention(const AttentionShape& s, ScalarType kv_type)
+  BlockAttention(const AttentionShape& s, KvType kv_type)
       : s_(s),
         kv_type_(kv_type),
         group_(s.Nh / s.Nkv),
         padded_d_((s.D + kTileCols - 1) / kTileCols * kTileCols),
-        row_bytes_(size_t(s.Nkv) * s.D * scalar_size(kv_type)) {}
+        head_bytes_(kv_head_bytes(kv_type, s.D)),
+        row_bytes_(size_t(s.Nkv) * head_bytes_) {}
 
   // Query rows [t0, t0 + tq) of KV head kv.
   void run(const float* q, const void* k_cache, const void* v_cache, int kv, int t0, int tq,
@@ -89,7 +88,7 @@ class BlockAttention {
     scores_.resize(size_t(M) * kKeyBlock);
     row_.resize(D);
 
-    const size_t head_offset = size_t(kv) * D * scalar_size(kv_type_);
+    const size_t head_offset = size_t(kv) * head_bytes_;
     const int64_t key_end = s_.q_pos0 + t0 + tq;  // one past the last query's position
     for (int64_t k0 = 0; k0 < key_end; k0 += kKeyBlock) {
       const int bk = int(std::min<int64_t>(kKeyBlock, key_end - k0));
@@ -158,16 +157,16 @@ class BlockAttention {
   }
 
   const AttentionShape& s_;
-  ScalarType kv_type_;
+  KvType kv_type_;
   int group_, padded_d_;
-  size_t row_bytes_;
+  size_t head_bytes_, row_bytes_;
   std::vector<float> queries_, acc_, max_, sum_, keys_t_, values_, scores_, row_;
 };
 
 }  // namespace
 
 void attention(const AttentionShape& s, const float* q, const void* k_cache, const void* v_cache,
-               ScalarType kv_type, float* out) {
+               KvType kv_type, float* out) {
   if (s.T == 1) return attend_single_row(s, q, k_cache, v_cache, kv_type, out);
   const int group = s.Nh / s.Nkv;
   const int tq = std::clamp(kQueryVectors / group, 1, s.T);

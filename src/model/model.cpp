@@ -113,11 +113,11 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
   return model;
 }
 
-ModelState Model::new_state(ScalarType kv_type) const {
+ModelState Model::new_state(KvType kv_type) const {
   const auto& c = config_;
   ModelState s;
   s.kv_type = kv_type;
-  s.kv_row_bytes = size_t(c.num_kv_heads) * c.head_dim * scalar_size(kv_type);
+  s.kv_row_bytes = size_t(c.num_kv_heads) * kv_head_bytes(kv_type, c.head_dim);
   for (int l = 0; l < c.num_layers; ++l) {
     if (c.is_full_attention(l)) {
       s.kv.emplace_back();

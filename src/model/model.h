@@ -42,7 +42,7 @@ class Model {
   const std::string& directory() const { return directory_; }
 
   // An empty state (position 0) with K/V rows stored as kv_type.
-  ModelState new_state(ScalarType kv_type) const;
+  ModelState new_state(KvType kv_type) const;
 
   // Feeds tokens at positions [state.position, state.position + T): appends their K/V rows,
   // advances the recurrent state and the position, and writes the logits after the last token
