@@ -7,6 +7,7 @@
 
 #include "base/thread_pool.h"
 #include "kernels/activations.h"
+#include "kernels/prefetch.h"
 #include "kernels/register_tile.h"
 #include "kernels/simd.h"
 #include "kernels/vec.h"
@@ -24,8 +25,9 @@ const float* kv_row(const void* cache, KvType type, size_t row_bytes, size_t hea
   return load_kv_head(row, D, type, buffer);
 }
 
-// Decode (one query row): work is split over KV heads, and the query heads sharing a KV head
-// are done together, so each K and V row is loaded (and converted) once for all of them.
+// Decode (one query row), for any head size: work is split over KV heads, and the query heads
+// sharing a KV head are done together, so each K and V row is loaded (and converted) once for
+// all of them.
 void attend_single_row(const AttentionShape& s, const float* q, const void* k_cache,
                        const void* v_cache, KvType kv_type, float* out) {
   const size_t head_bytes = kv_head_bytes(kv_type, s.D);
@@ -51,6 +53,155 @@ void attend_single_row(const AttentionShape& s, const float* q, const void* k_ca
       }
     }
   });
+}
+
+// Decode for head sizes that are a multiple of 16, specialised per row type T: the rows are
+// read in place, eight values at a time converted in registers (int8 codes are scaled once per
+// row: the K scale multiplies the dot product, the V scale the probability), never copied.
+// C query heads of a group share each load: Q K^T keeps C dot products in registers, and P V
+// a 16-wide slice of C outputs, over blocks of kValueBlock rows that stay in cache while all
+// slices of the head pass over them. Decode at long context reads all K/V once per token, so
+// this loop, not the conversion, is what int8 rows make cheaper: half the bytes.
+constexpr int kValueBlock = 64;
+
+// softmax over n scores with the vector exp the prefill path uses (decode at 32k context has
+// 32k scores per query head; the scalar std::exp took a fifth of the step).
+void softmax_scores(float* x, size_t n) {
+  size_t i = 0;
+  __m256 m8 = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (; i + 8 <= n; i += 8) m8 = _mm256_max_ps(m8, _mm256_loadu_ps(x + i));
+  float lanes[8];
+  _mm256_storeu_ps(lanes, m8);
+  float m = *std::max_element(lanes, lanes + 8);
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  const __m256 shift = _mm256_set1_ps(m);
+  __m256 total = _mm256_setzero_ps();
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 e = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(x + i), shift));
+    _mm256_storeu_ps(x + i, e);
+    total = _mm256_add_ps(total, e);
+  }
+  float sum = simd::hsum(total);
+  for (; i < n; ++i) sum += x[i] = std::exp(x[i] - m);
+  const __m256 inv = _mm256_set1_ps(1.f / sum);
+  for (i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+  for (; i < n; ++i) x[i] *= 1.f / sum;
+}
+
+// Q K^T of C query heads (qc: [C][D]) against R consecutive key rows from p on: C x R dot
+// products in registers, so each k load feeds C FMAs and each q load R.
+template <KvType T, int C, int R>
+void score_rows(const float* qc, const uint8_t* rows, size_t row_bytes, int D, float scale,
+                size_t p, size_t n, float* sc) {
+  __m256 acc[C][R];
+  for (int j = 0; j < C; ++j)
+    for (int r = 0; r < R; ++r) acc[j][r] = _mm256_setzero_ps();
+  for (int d = 0; d < D; d += 8) {
+    __m256 k[R];
+    for (int r = 0; r < R; ++r) k[r] = load_kv8<T>(rows + size_t(r) * row_bytes, d);
+    for (int j = 0; j < C; ++j) {
+      const __m256 qv = _mm256_loadu_ps(qc + size_t(j) * D + d);
+      for (int r = 0; r < R; ++r) acc[j][r] = _mm256_fmadd_ps(qv, k[r], acc[j][r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const float row_scale = scale * kv_row_scale<T>(rows + size_t(r) * row_bytes, D);
+    for (int j = 0; j < C; ++j) sc[size_t(j) * n + p + r] = simd::hsum(acc[j][r]) * row_scale;
+  }
+}
+
+template <KvType T, int C>
+void attend_single_row_in_place(const AttentionShape& s, const float* q, const void* k_cache,
+                                const void* v_cache, float* out) {
+  const int D = s.D, group = s.Nh / s.Nkv;
+  const size_t head_bytes = kv_head_bytes(T, D), row_bytes = size_t(s.Nkv) * head_bytes;
+  const size_t n = size_t(s.q_pos0 + 1);
+  default_pool().parallel_for(size_t(s.Nkv), [&](size_t begin, size_t end) {
+    // Kept per thread: a fresh 0.5 MB vector per call and layer (32k context) cost page faults
+    // and zeroing worth half of the attention itself.
+    thread_local std::vector<float> scores;
+    if (scores.size() < group * n) scores.resize(group * n);
+    for (size_t kv = begin; kv < end; ++kv) {
+      const uint8_t* keys = static_cast<const uint8_t*>(k_cache) + kv * head_bytes;
+      const uint8_t* values = static_cast<const uint8_t*>(v_cache) + kv * head_bytes;
+      const float* qg = q + kv * group * D;
+      float* og = out + kv * group * D;
+      for (int g0 = 0; g0 < group; g0 += C) {
+        const float* qc = qg + size_t(g0) * D;
+        float* sc = scores.data() + size_t(g0) * n;
+        constexpr int R = C == 4 ? 2 : 4;  // key rows per pass: C * R accumulators
+        size_t p = 0;
+        for (; p + R <= n; p += R)
+          score_rows<T, C, R>(qc, keys + p * row_bytes, row_bytes, D, s.scale, p, n, sc);
+        for (; p < n; ++p)
+          score_rows<T, C, 1>(qc, keys + p * row_bytes, row_bytes, D, s.scale, p, n, sc);
+      }
+      for (int g = 0; g < group; ++g) softmax_scores(scores.data() + g * n, n);
+      if constexpr (T == KvType::kInt8)
+        for (size_t p = 0; p < n; ++p) {
+          const float scale = kv_row_scale<T>(values + p * row_bytes, D);
+          for (int g = 0; g < group; ++g) scores[g * n + p] *= scale;
+        }
+      std::fill(og, og + size_t(group) * D, 0.f);
+      for (size_t p0 = 0; p0 < n; p0 += kValueBlock) {
+        const size_t p_end = std::min(n, p0 + kValueBlock);
+        // The block's 16-value slices visit its rows one line at a time, a pattern the hardware
+        // prefetcher does not follow: the next block is requested while this one is worked on.
+        for (size_t p = p_end; p < std::min(n, p_end + kValueBlock); ++p)
+          prefetch_bytes(values + p * row_bytes, head_bytes);
+        for (int g0 = 0; g0 < group; g0 += C) {
+          const float* sc = scores.data() + size_t(g0) * n;
+          float* oc = og + size_t(g0) * D;
+          for (int d = 0; d < D; d += 16) {
+            __m256 lo[C], hi[C];
+            for (int j = 0; j < C; ++j) {
+              lo[j] = _mm256_loadu_ps(oc + size_t(j) * D + d);
+              hi[j] = _mm256_loadu_ps(oc + size_t(j) * D + d + 8);
+            }
+            for (size_t p = p0; p < p_end; ++p) {
+              const uint8_t* row = values + p * row_bytes;
+              const __m256 v_lo = load_kv8<T>(row, d), v_hi = load_kv8<T>(row, d + 8);
+              for (int j = 0; j < C; ++j) {
+                const __m256 w = _mm256_broadcast_ss(sc + size_t(j) * n + p);
+                lo[j] = _mm256_fmadd_ps(w, v_lo, lo[j]);
+                hi[j] = _mm256_fmadd_ps(w, v_hi, hi[j]);
+              }
+            }
+            for (int j = 0; j < C; ++j) {
+              _mm256_storeu_ps(oc + size_t(j) * D + d, lo[j]);
+              _mm256_storeu_ps(oc + size_t(j) * D + d + 8, hi[j]);
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// The in-place decode for row type T, with as many query heads per pass as divide the group.
+template <KvType T>
+void attend_single_row_in_place(const AttentionShape& s, const float* q, const void* k_cache,
+                                const void* v_cache, float* out) {
+  const int group = s.Nh / s.Nkv;
+  if (group % 4 == 0) return attend_single_row_in_place<T, 4>(s, q, k_cache, v_cache, out);
+  if (group % 2 == 0) return attend_single_row_in_place<T, 2>(s, q, k_cache, v_cache, out);
+  attend_single_row_in_place<T, 1>(s, q, k_cache, v_cache, out);
+}
+
+void decode(const AttentionShape& s, const float* q, const void* k_cache, const void* v_cache,
+            KvType kv_type, float* out) {
+  if (s.D % 16 != 0) return attend_single_row(s, q, k_cache, v_cache, kv_type, out);
+  switch (kv_type) {
+    case KvType::kF32:
+      return attend_single_row_in_place<KvType::kF32>(s, q, k_cache, v_cache, out);
+    case KvType::kF16:
+      return attend_single_row_in_place<KvType::kF16>(s, q, k_cache, v_cache, out);
+    case KvType::kBF16:
+      return attend_single_row_in_place<KvType::kBF16>(s, q, k_cache, v_cache, out);
+    case KvType::kInt8:
+      return attend_single_row_in_place<KvType::kInt8>(s, q, k_cache, v_cache, out);
+  }
 }
 
 // Prefill: a block of query rows of one KV head against the cache, one block of keys at a time
@@ -167,7 +318,7 @@ class BlockAttention {
 
 void attention(const AttentionShape& s, const float* q, const void* k_cache, const void* v_cache,
                KvType kv_type, float* out) {
-  if (s.T == 1) return attend_single_row(s, q, k_cache, v_cache, kv_type, out);
+  if (s.T == 1) return decode(s, q, k_cache, v_cache, kv_type, out);
   const int group = s.Nh / s.Nkv;
   const int tq = std::clamp(kQueryVectors / group, 1, s.T);
   const int blocks = (s.T + tq - 1) / tq;

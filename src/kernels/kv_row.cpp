@@ -1,7 +1,5 @@
 #include "kernels/kv_row.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -38,19 +36,14 @@ void quantize_int8(const float* x, int D, void* dst) {
   std::memcpy(codes + D, &scale, sizeof(scale));
 }
 
-// Eight codes at a time: widened to int32, converted, multiplied by the scale.
 void dequantize_int8(const void* src, int D, float* out) {
-  const int8_t* codes = static_cast<const int8_t*>(src);
-  float scale;
-  std::memcpy(&scale, codes + D, sizeof(scale));
+  const uint8_t* row = static_cast<const uint8_t*>(src);
+  const float scale = kv_row_scale<KvType::kInt8>(row, D);
   const __m256 s = _mm256_set1_ps(scale);
-  int i = 0;
-  for (; i + 8 <= D; i += 8) {
-    const __m256i wide =
-        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i)));
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_cvtepi32_ps(wide), s));
-  }
-  for (; i < D; ++i) out[i] = float(codes[i]) * scale;
+  int d = 0;
+  for (; d + 8 <= D; d += 8)
+    _mm256_storeu_ps(out + d, _mm256_mul_ps(load_kv8<KvType::kInt8>(row, d), s));
+  for (; d < D; ++d) out[d] = float(int8_t(row[d])) * scale;
 }
 
 }  // namespace
