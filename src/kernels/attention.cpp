@@ -138,11 +138,6 @@ void attend_single_row_in_place(const AttentionShape& s, const float* q, const v
           score_rows<T, C, 1>(qc, keys + p * row_bytes, row_bytes, D, s.scale, p, n, sc);
       }
       for (int g = 0; g < group; ++g) softmax_scores(scores.data() + g * n, n);
-      if constexpr (T == KvType::kInt8)
-        for (size_t p = 0; p < n; ++p) {
-          const float scale = kv_row_scale<T>(values + p * row_bytes, D);
-          for (int g = 0; g < group; ++g) scores[g * n + p] *= scale;
-        }
       std::fill(og, og + size_t(group) * D, 0.f);
       for (size_t p0 = 0; p0 < n; p0 += kValueBlock) {
         const size_t p_end = std::min(n, p0 + kValueBlock);
@@ -150,6 +145,12 @@ void attend_single_row_in_place(const AttentionShape& s, const float* q, const v
         // prefetcher does not follow: the next block is requested while this one is worked on.
         for (size_t p = p_end; p < std::min(n, p_end + kValueBlock); ++p)
           prefetch_bytes(values + p * row_bytes, head_bytes);
+        // int8: each row's scale joins its probabilities here, where the row is in cache.
+        if constexpr (T == KvType::kInt8)
+          for (size_t p = p0; p < p_end; ++p) {
+            const float scale = kv_row_scale<T>(values + p * row_bytes, D);
+            for (int g = 0; g < group; ++g) scores[g * n + p] *= scale;
+          }
         for (int g0 = 0; g0 < group; g0 += C) {
           const float* sc = scores.data() + size_t(g0) * n;
           float* oc = og + size_t(g0) * D;
