@@ -2,6 +2,10 @@
 // so decode speed can be judged against its roofline: bandwidth / weight bytes read per token.
 // Prints one JSON line.
 //   qmlx_engine_bench MODEL_DIR [prompt_tokens=512] [decode_tokens=32] [threads=0]
+//                     [--kv-cache-dtype bf16|int8|f32|f16] [--context N]
+// --kv-cache-dtype: how the Session stores K/V rows (default bf16, the server's default).
+// --context N: decode runs after N positions, the prompt's K/V rows repeated up to N
+// (bench/kv_cache/long_context.h): decode speed at long context without the long prefill.
 // QMLX_BENCH_BANDWIDTH_GBS=<GB/s> skips the bandwidth pass (whose 512 MiB buffer would
 // otherwise count in the peak resident memory) and uses the given figure for the roofline.
 #include <time.h>
@@ -11,12 +15,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "base/process.h"
 #include "base/thread_pool.h"
+#include "bench/kv_cache/long_context.h"
 #include "engine/session.h"
 #include "kernels/vec.h"
 
@@ -79,17 +85,37 @@ double load_average() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
+  std::vector<std::string> args;
+  qmlx::DType kv_dtype = qmlx::DType::kBF16;
+  int64_t context = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--kv-cache-dtype" && i + 1 < argc) {
+      auto t = qmlx::dtype_from_name(argv[++i]);
+      if (!t) {
+        std::fprintf(stderr, "--kv-cache-dtype must be one of %s\n", qmlx::dtype_choices().c_str());
+        return 2;
+      }
+      kv_dtype = *t;
+    } else if (arg == "--context" && i + 1 < argc) {
+      context = std::atoll(argv[++i]);
+    } else {
+      args.push_back(arg);
+    }
+  }
+  if (args.empty()) {
     std::fprintf(stderr,
-                 "usage: %s MODEL_DIR [prompt_tokens] [decode_tokens] [threads]\n"
+                 "usage: %s MODEL_DIR [prompt_tokens] [decode_tokens] [threads] "
+                 "[--kv-cache-dtype %s] [--context N]\n"
                  "  QMLX_PREFILL_CHUNK: tokens per prefill forward call (default: the engine's)\n",
-                 argv[0]);
+                 argv[0], qmlx::dtype_choices().c_str());
     return 2;
   }
-  const std::string dir = argv[1];
-  const int prompt_tokens = argc > 2 ? std::atoi(argv[2]) : 512;
-  const int decode_tokens = argc > 3 ? std::atoi(argv[3]) : 32;
-  if (argc > 4 && std::atoi(argv[4]) > 0) qmlx::set_default_threads(std::atoi(argv[4]));
+  const std::string dir = args[0];
+  const int prompt_tokens = args.size() > 1 ? std::atoi(args[1].c_str()) : 512;
+  const int decode_tokens = args.size() > 2 ? std::atoi(args[2].c_str()) : 32;
+  if (args.size() > 3 && std::atoi(args[3].c_str()) > 0)
+    qmlx::set_default_threads(std::atoi(args[3].c_str()));
 
   const char* given_bandwidth = std::getenv("QMLX_BENCH_BANDWIDTH_GBS");
   const double bandwidth = given_bandwidth ? std::atof(given_bandwidth) : read_bandwidth_gb_per_s();
@@ -103,6 +129,7 @@ int main(int argc, char** argv) {
   for (auto& t : prompt) t = int32_t(rng() % 1000);
 
   qmlx::SessionOptions session_options;
+  session_options.kv_dtype = kv_dtype;
   if (const char* chunk = std::getenv("QMLX_PREFILL_CHUNK"))
     session_options.prefill_chunk = std::atoi(chunk);
   qmlx::Session session(model, session_options);
@@ -111,6 +138,8 @@ int main(int argc, char** argv) {
   session.prefill(prompt);
   const double prefill_s = seconds_since(prefill_start);
   const double prefill_cpu = process_cpu_seconds() - cpu;
+  if (context > session.position()) qmlx::bench::repeat_context(session, context);
+  const int64_t decode_context = session.position();
 
   cpu = process_cpu_seconds();
   auto decode_start = Clock::now();
@@ -125,6 +154,8 @@ int main(int argc, char** argv) {
       {"load_s", load_s},
       {"weight_bytes_per_token", per_token},
       {"read_bandwidth_gb_per_s", bandwidth},
+      {"kv_cache_dtype", qmlx::dtype_name(kv_dtype)},
+      {"decode_context", decode_context},
       {"prefill_tokens", prompt_tokens},
       {"prefill_tokens_per_second", prompt_tokens / prefill_s},
       {"decode_tokens", decode_tokens},

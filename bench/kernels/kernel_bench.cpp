@@ -8,9 +8,11 @@
 //     them that the weights stream from memory: GB/s read and fraction of the bandwidth;
 //   - prefill GEMM (T = 512 and 2048): GFLOP/s, and GFLOP per CPU-second against the per-core peak.
 //   - MoE expert GEMM (few tokens): the panel kernel against the few-token kernel.
-//   qmlx_kernel_bench [threads=2] [bandwidth|gemv|experts|moe-dense]   ("bandwidth": print only
-//   the GB/s figure; "gemv": the decode GEMVs, cached and streamed; "experts": only the expert
-//   GEMM rows; "moe-dense": the MoE model's dense-layer GEMMs)
+//   - decode attention over a K/V cache of 8k and 32k rows of each storage type (0.8B head shape).
+//   qmlx_kernel_bench [threads=2] [bandwidth|gemv|experts|moe-dense|attention]   ("bandwidth":
+//   print only the GB/s figure; "gemv": the decode GEMVs, cached and streamed; "experts": only
+//   the expert GEMM rows; "moe-dense": the MoE model's dense-layer GEMMs; "attention": only the
+//   decode attention rows)
 #include <immintrin.h>
 
 #include <time.h>
@@ -25,7 +27,9 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "kernels/attention.h"
 #include "kernels/few_token_gemm.h"
+#include "kernels/kv_row.h"
 #include "kernels/matmul.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/vec.h"
@@ -263,6 +267,40 @@ void bench_expert_gemm(int bits, int rows, int cols, int T, double peak_gflops) 
       peak_gflops, panel.wall / few.wall);
 }
 
+// Decode attention (T = 1) of the Qwen3.5-0.8B head shape (8 query heads over 2 KV heads of 256)
+// over n cached rows of type t: best of 20 calls, and the K+V bytes it reads per second.
+void bench_decode_attention(qmlx::KvType t, const char* name, int n, double bandwidth) {
+  const int Nh = 8, Nkv = 2, D = 256;
+  const size_t head = qmlx::kv_head_bytes(t, D);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  std::vector<float> q(Nh * D), out(Nh * D), row(D);
+  for (float& x : q) x = normal(rng);
+  std::vector<uint8_t> k(size_t(n) * Nkv * head), v(k.size());
+  for (size_t r = 0; r < size_t(n) * Nkv; ++r) {
+    for (float& x : row) x = normal(rng);
+    qmlx::store_kv_head(row.data(), D, t, k.data() + r * head);
+    qmlx::store_kv_head(row.data(), D, t, v.data() + r * head);
+  }
+  qmlx::AttentionShape s{1, Nh, Nkv, D, n - 1, 1.f / 16};
+  double best = 1e30;
+  for (int rep = 0; rep < 20; ++rep) {
+    auto start = Clock::now();
+    qmlx::attention(s, q.data(), k.data(), v.data(), t, out.data());
+    best = std::min(best, seconds_since(start));
+  }
+  const double gbs = double(k.size() + v.size()) / best / 1e9;
+  std::printf("| decode attention %s, %d rows | %.1f MB K+V | %.2f ms, %.2f GB/s | %.0f%% |\n",
+              name, n, double(k.size() + v.size()) / 1e6, best * 1e3, gbs, 100 * gbs / bandwidth);
+}
+
+void bench_decode_attention(double bandwidth) {
+  for (int n : {8192, 32768}) {
+    bench_decode_attention(qmlx::KvType::kBF16, "bf16", n, bandwidth);
+    bench_decode_attention(qmlx::KvType::kInt8, "int8", n, bandwidth);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -271,6 +309,10 @@ int main(int argc, char** argv) {
   const double bandwidth = read_bandwidth_gb_per_s();
   if (argc > 2 && std::string(argv[2]) == "bandwidth") {
     std::printf("%.2f\n", bandwidth);
+    return 0;
+  }
+  if (argc > 2 && std::string(argv[2]) == "attention") {
+    bench_decode_attention(bandwidth);
     return 0;
   }
   const double fma = fma_gflops_per_core();
@@ -307,5 +349,6 @@ int main(int argc, char** argv) {
   for (int T : {512, 2048})
     for (int bits : {8, 4}) bench_gemm(bits, T, fma);
   bench_gemm(6, 512, fma);
+  bench_decode_attention(bandwidth);
   return 0;
 }

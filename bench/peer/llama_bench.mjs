@@ -1,10 +1,13 @@
 // llama.cpp side of the peer benchmark, through node-llama-cpp's CPU build: loads a GGUF file,
 // prefills PROMPT_TOKENS pseudo-random token ids, then decodes DECODE_TOKENS greedily, and
 // prints one JSON line with the same fields as qmlx_engine_bench.
-//   node llama_bench.mjs MODEL.gguf PROMPT_TOKENS DECODE_TOKENS [threads=2]
+//   node llama_bench.mjs MODEL.gguf PROMPT_TOKENS DECODE_TOKENS [threads=2] [KV_TYPE]
+// KV_TYPE: llama.cpp's K and V cache type (F16, Q8_0: llama-cli's --cache-type-k/-v); a quantized
+// V cache needs flash attention, so giving KV_TYPE switches it on (for F16 too, to compare like
+// with like). Without it, llama.cpp's defaults.
 import {getLlama} from "node-llama-cpp";
 
-const [modelPath, promptArg, decodeArg, threadsArg] = process.argv.slice(2);
+const [modelPath, promptArg, decodeArg, threadsArg, kvType] = process.argv.slice(2);
 const promptTokens = Number(promptArg), decodeTokens = Number(decodeArg);
 const threads = Number(threadsArg ?? 2);
 
@@ -15,6 +18,8 @@ const context = await model.createContext({
   batchSize: Math.min(promptTokens, 512),
   threads,
   sequences: 1,
+  ...(kvType ? {experimentalKvCacheKeyType: kvType, experimentalKvCacheValueType: kvType,
+                flashAttention: true} : {}),
 });
 const sequence = context.getSequence();
 
@@ -44,6 +49,7 @@ console.log(JSON.stringify({
   engine: "llama.cpp",
   model: modelPath,
   threads,
+  kv_cache_type: kvType ?? "default",
   prefill_tokens: promptTokens,
   prefill_tokens_per_second: promptTokens / prefillSeconds,
   decode_tokens: decoded,

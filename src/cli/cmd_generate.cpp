@@ -51,10 +51,8 @@ std::vector<int32_t> parse_token_list(const std::string& list) {
 }
 
 DType parse_kv_dtype(const std::string& s) {
-  if (s == "f32") return DType::kF32;
-  if (s == "f16") return DType::kF16;
-  if (s == "bf16") return DType::kBF16;
-  throw Error("--kv-dtype must be f32, f16 or bf16, not '" + s + "'");
+  if (auto t = dtype_from_name(s)) return *t;
+  throw Error("--kv-cache-dtype must be one of " + dtype_choices() + ", not '" + s + "'");
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
@@ -86,7 +84,10 @@ int run_generate(int argc, char** argv) {
   app.add_option("--seed", o.sampling.seed, "sampling seed");
   app.add_option("--top-logprobs", o.top_logprobs, "report the K most likely tokens per step");
   app.add_option("--threads", o.threads, "worker threads (default: all cores)");
-  app.add_option("--kv-dtype", o.kv_dtype, "K/V cache type: f32 (default, exact) | f16 | bf16");
+  app.add_option("--kv-cache-dtype,--kv-dtype", o.kv_dtype,
+                 "K/V cache storage: f32 (default here: exact, what the oracle tests compare) | "
+                 "bf16 (serve's default) | int8 (codes + a float32 scale per row and head: "
+                 "half of bf16's bytes) | f16");
   app.add_option("--logits-out", o.logits_out, "write each step's logits (float32) to FILE");
   app.add_flag("--stop-at-eos", o.stop_at_eos, "stop at <|im_end|> / <|endoftext|>");
   app.add_flag("--json", o.json, "print one JSON object");

@@ -44,7 +44,9 @@ std::string url(const std::string& host, int port) {
 void log_ready(const server::ModelRuntime& runtime, const server::ApiServer& api,
                const server::ServerOptions& options) {
   std::string line = "ready: model=" + runtime.model_id + " arch=" + runtime.architecture + " " +
-                     runtime.description + " memory=" + std::to_string(current_rss_bytes() >> 20) +
+                     runtime.description +
+                     " kv_cache_dtype=" + dtype_name(runtime.state_layout.kv_dtype) +
+                     " memory=" + std::to_string(current_rss_bytes() >> 20) +
                      "MiB url=" + url(options.host, api.port());
   if (api.metrics_port() != 0)
     line += " metrics=" + url(options.host, api.metrics_port()) + "/metrics";

@@ -6,21 +6,6 @@
 #include "base/error.h"
 
 namespace qmlx {
-namespace {
-
-ScalarType scalar_type_of(DType t) {
-  switch (t) {
-    case DType::kF16:
-      return ScalarType::kF16;
-    case DType::kBF16:
-      return ScalarType::kBF16;
-    case DType::kF32:
-      break;
-  }
-  return ScalarType::kF32;
-}
-
-}  // namespace
 
 StateLayout state_layout_of(const Model& model, DType kv_dtype) {
   const ModelConfig& c = model.config();
@@ -46,7 +31,7 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
     : model_(std::move(model)),
       options_(options),
       layout_(state_layout_of(*model_, options.kv_dtype)),
-      state_(model_->new_state(scalar_type_of(options.kv_dtype))) {}
+      state_(model_->new_state(kv_type_of(options.kv_dtype))) {}
 
 bool Session::prefill(std::span<const int32_t> tokens, const PrefillProgress& progress,
                       const std::atomic<bool>* cancel) {

@@ -7,16 +7,27 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace qmlx {
 
-enum class DType : uint8_t { kF32 = 0, kF16 = 1, kBF16 = 2 };
+// How K/V rows are stored: plain f32 / f16 / bf16 values, or int8 codes with one float32 scale
+// per row and head (kernels/kv_row.h has the exact row format).
+enum class DType : uint8_t { kF32 = 0, kF16 = 1, kBF16 = 2, kInt8 = 3 };
+enum class KvType : uint8_t;  // the kernels' row formats (kernels/kv_row.h)
 
-size_t dtype_size(DType t);
+// The kernels' row format that stores K/V rows of dtype t.
+KvType kv_type_of(DType t);
+
 const char* dtype_name(DType t);
+// The dtype named `name` ("f32", "f16", "bf16", "int8"), as flags spell it.
+std::optional<DType> dtype_from_name(std::string_view name);
+// Every name dtype_from_name accepts, "bf16|int8|f32|f16", for help texts and errors.
+std::string dtype_choices();
 
 // The shapes of a Session's state; identical for every Session of one loaded model.
 struct StateLayout {
@@ -39,7 +50,8 @@ struct StateLayout {
 
   int vocab_size = 0;  // length of the logits vector
 
-  size_t kv_row_bytes() const { return size_t(kv_heads) * head_dim * dtype_size(kv_dtype); }
+  // Bytes of one position's K (or V) row: kv_heads head rows, int8 scales included.
+  size_t kv_row_bytes() const;
   size_t conv_state_bytes() const { return size_t(conv_rows) * conv_channels * sizeof(float); }
   size_t ssm_state_bytes() const {
     return size_t(ssm_heads) * ssm_key_dim * ssm_value_dim * sizeof(float);

@@ -1,12 +1,13 @@
 // Causal scaled-dot-product attention of T query rows over a K/V cache, with grouped-query
-// heads (query head h reads K/V head h / (Nh / Nkv)). The cache is position-major:
-// row p holds [Nkv][D] values of type kv_type. Query row t sits at position q_pos0 + t and sees
+// heads (query head h reads K/V head h / (Nh / Nkv)). The cache is position-major: row p holds
+// Nkv head rows of type kv_type (kernels/kv_row.h; int8 rows are decoded on the fly, a few rows
+// at a time, never as a copy of the cache). Query row t sits at position q_pos0 + t and sees
 // rows [0, q_pos0 + t]. Softmax in fp32. (row, KV head) pairs are spread over default_pool().
 #pragma once
 
 #include <cstdint>
 
-#include "kernels/scalar_type.h"
+#include "kernels/kv_row.h"
 
 namespace qmlx {
 
@@ -18,6 +19,6 @@ struct AttentionShape {
 
 // q: [T][Nh][D]; out: [T][Nh][D].
 void attention(const AttentionShape& s, const float* q, const void* k_cache, const void* v_cache,
-               ScalarType kv_type, float* out);
+               KvType kv_type, float* out);
 
 }  // namespace qmlx

@@ -7,6 +7,7 @@
 
 #include "kernels/activations.h"
 #include "kernels/attention.h"
+#include "kernels/kv_row.h"
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
 #include "model/layers.h"
@@ -38,9 +39,12 @@ void attention_layer(const AttentionWeights& w, const ModelConfig& c, const floa
     apply_rope(q.data() + size_t(t) * Nh * D, Nh, D, c.rotary_dim, (*ctx.angles)[t]);
     apply_rope(kt, Nkv, D, c.rotary_dim, (*ctx.angles)[t]);
     const size_t row = size_t(ctx.position + t) * ctx.kv_row_bytes;
-    convert_from_float(kt, size_t(Nkv) * D, ctx.kv_type, cache.k.data() + row);
-    convert_from_float(v.data() + size_t(t) * Nkv * D, size_t(Nkv) * D, ctx.kv_type,
-                       cache.v.data() + row);
+    const size_t head_bytes = kv_head_bytes(ctx.kv_type, D);
+    for (int h = 0; h < Nkv; ++h) {
+      store_kv_head(kt + h * D, D, ctx.kv_type, cache.k.data() + row + h * head_bytes);
+      store_kv_head(v.data() + (size_t(t) * Nkv + h) * D, D, ctx.kv_type,
+                    cache.v.data() + row + h * head_bytes);
+    }
   }
 
   AttentionShape shape{T, Nh, Nkv, D, ctx.position, 1.f / std::sqrt(float(D))};

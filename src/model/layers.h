@@ -17,7 +17,7 @@ namespace qmlx {
 struct AttentionContext {
   int64_t position = 0;                   // position of input row 0
   const std::vector<RopeAngles>* angles;  // one per input row
-  ScalarType kv_type = ScalarType::kF32;
+  KvType kv_type = KvType::kF32;
   size_t kv_row_bytes = 0;
 };
 

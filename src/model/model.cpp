@@ -112,14 +112,14 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
   return model;
 }
 
-ModelState Model::state_without_layers(ScalarType kv_type) const {
+ModelState Model::state_without_layers(KvType kv_type) const {
   ModelState s;
   s.kv_type = kv_type;
-  s.kv_row_bytes = size_t(config_.num_kv_heads) * config_.head_dim * scalar_size(kv_type);
+  s.kv_row_bytes = size_t(config_.num_kv_heads) * kv_head_bytes(kv_type, config_.head_dim);
   return s;
 }
 
-ModelState Model::new_state(ScalarType kv_type) const {
+ModelState Model::new_state(KvType kv_type) const {
   const auto& c = config_;
   ModelState s = state_without_layers(kv_type);
   for (int l = 0; l < c.num_layers; ++l) {

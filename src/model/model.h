@@ -45,7 +45,7 @@ class Model {
   const std::string& directory() const { return directory_; }
 
   // An empty state (position 0) with K/V rows stored as kv_type.
-  ModelState new_state(ScalarType kv_type) const;
+  ModelState new_state(KvType kv_type) const;
 
   // Feeds tokens at positions [state.position, state.position + T): appends their K/V rows,
   // advances the recurrent state and the position, and writes the logits after the last token
@@ -57,7 +57,7 @@ class Model {
   bool has_mtp() const { return weights_.mtp.has_value(); }
   // An empty MTP state: the K/V rows of the head's one attention layer (kv[0]) and its position.
   // Its positions are those of the main model: row p pairs hidden state p with token p + 1.
-  ModelState new_mtp_state(ScalarType kv_type) const;
+  ModelState new_mtp_state(KvType kv_type) const;
   // Feeds T rows at MTP positions [state.position, state.position + T): row t pairs the main
   // model's final hidden state at that position (`hidden`, [T][H], from
   // ForwardOptions::final_hidden) with the embedding of the token that follows it
@@ -71,7 +71,7 @@ class Model {
  private:
   Model() = default;
   // Position 0, no layers yet; K/V rows of kv_type.
-  ModelState state_without_layers(ScalarType kv_type) const;
+  ModelState state_without_layers(KvType kv_type) const;
   void embed(std::span<const int32_t> tokens, float* out) const;
 
   std::string directory_;

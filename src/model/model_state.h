@@ -1,5 +1,5 @@
 // ModelState: what the forward pass carries from one call to the next for one sequence: K/V rows
-// of every full-attention layer (position-major, in the chosen cache type) and the conv and SSM
+// of every full-attention layer (position-major, in the chosen KvType) and the conv and SSM
 // state of every Gated DeltaNet layer (fp32). The engine's Session owns one and exposes it to the
 // cache; this layer only defines the storage.
 #pragma once
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/growable_bytes.h"
-#include "kernels/scalar_type.h"
+#include "kernels/kv_row.h"
 
 namespace qmlx {
 
@@ -27,7 +27,7 @@ struct RecurrentState {
 
 struct ModelState {
   int64_t position = 0;
-  ScalarType kv_type = ScalarType::kF32;
+  KvType kv_type = KvType::kF32;
   size_t kv_row_bytes = 0;
   std::vector<KvCache> kv;                // one per full-attention layer, in layer order
   std::vector<RecurrentState> recurrent;  // one per Gated DeltaNet layer, in layer order

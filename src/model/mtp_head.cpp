@@ -14,7 +14,7 @@
 
 namespace qmlx {
 
-ModelState Model::new_mtp_state(ScalarType kv_type) const {
+ModelState Model::new_mtp_state(KvType kv_type) const {
   if (!has_mtp()) throw Error(directory_ + ": the model has no MTP head");
   ModelState s = state_without_layers(kv_type);
   s.kv.emplace_back();

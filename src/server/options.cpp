@@ -252,6 +252,19 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
   app.add_option("--threads", options.threads, "Compute threads (0 = all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  std::string kv_cache_dtype = dtype_name(options.kv_cache_dtype);
+  app.add_option("--kv-cache-dtype", kv_cache_dtype,
+                 "K/V cache storage: bf16, or int8 (codes + a float32 scale per row and head: "
+                 "half the bytes in RAM and in the prefix cache, small logits error), or "
+                 "f32 / f16. The cache keeps each dtype's checkpoints apart.")
+      ->check(CLI::Validator(
+          [](std::string& name) {
+            return dtype_from_name(name)
+                       ? std::string()
+                       : "must be one of " + dtype_choices() + ", not '" + name + "'";
+          },
+          dtype_choices()))
+      ->capture_default_str();
   add_sampling_flags(app, options.sampling);
   app.add_option("--log-format", log_format, "Log lines as text or json")
       ->check(CLI::IsMember({"text", "json"}))
@@ -268,6 +281,7 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
     return {std::nullopt, app.exit(e)};
   }
   options.log_format = log_format == "json" ? LogFormat::kJson : LogFormat::kText;
+  options.kv_cache_dtype = *dtype_from_name(kv_cache_dtype);
   options.model_path = expand_user(options.model_path);
   if (disk->count()) options.deltanet_state_aware = true;
   if (!options.cache_config_path.empty()) {

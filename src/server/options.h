@@ -11,6 +11,7 @@
 
 #include "base/config_key_doc.h"
 #include "base/logging.h"
+#include "engine/session_state.h"
 #include "server/prompt_normalizer.h"
 
 namespace qmlx::server {
@@ -42,8 +43,9 @@ struct ServerOptions {
   // A request naming another model gets 404. Off by default: a single-model server answers
   // whatever name a client sends (agents send claude-* / gpt-* names for side requests).
   bool strict_model_id = false;
-  std::string api_key;  // empty: any non-empty key is accepted
-  int threads = 0;      // 0: all cores
+  std::string api_key;                  // empty: any non-empty key is accepted
+  int threads = 0;                      // 0: all cores
+  DType kv_cache_dtype = DType::kBF16;  // how Sessions store K/V rows (--kv-cache-dtype)
   SamplingDefaults sampling;
   LogFormat log_format = LogFormat::kText;
   int max_body_mb = 64;

@@ -23,7 +23,8 @@ using ordered_json = nlohmann::ordered_json;
 
 class EngineSession : public InferenceSession {
  public:
-  explicit EngineSession(std::shared_ptr<const Model> model) : session_(std::move(model)) {}
+  EngineSession(std::shared_ptr<const Model> model, SessionOptions options)
+      : session_(std::move(model), options) {}
   int64_t position() const override { return session_.position(); }
   void reset() override { session_.reset(0); }
   void prefill(std::span<const int32_t> ids) override { session_.prefill(ids); }
@@ -157,7 +158,9 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
   runtime->description = describe_layers(model->config());
   runtime->context_length = context_length_of(model_dir);
   runtime->identity = model_identity(*model);
-  runtime->state_layout = state_layout_of(*model, SessionOptions{}.kv_dtype);
+  SessionOptions session_options;
+  session_options.kv_dtype = options.kv_cache_dtype;
+  runtime->state_layout = state_layout_of(*model, session_options.kv_dtype);
   runtime->tokenizer = tokenizer;
   runtime->stop_token_ids = stop_ids(*tokenizer, *chat);
   runtime->tool_call_format = tool_call_format_for_template(chat->source());
@@ -170,7 +173,9 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
     return chat->render(messages, tools.empty() ? ordered_json(nullptr) : tools,
                         add_generation_prompt, kwargs);
   };
-  runtime->new_session = [model] { return std::make_unique<EngineSession>(model); };
+  runtime->new_session = [model, session_options] {
+    return std::make_unique<EngineSession>(model, session_options);
+  };
   int32_t max_token_id = tokenizer->vocab_size() - 1;
   runtime->new_sampler = [max_token_id](const SamplingParams& params, uint64_t seed) {
     return make_engine_sampler(params, seed, max_token_id);

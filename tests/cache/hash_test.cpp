@@ -23,6 +23,11 @@ TEST(Fingerprint, ChangesWithEveryInput) {
   StateLayout f16 = layout;
   f16.kv_dtype = DType::kF16;
   EXPECT_NE(base, model_fingerprint("qwen3.5 tensors...", f16));
+  StateLayout int8 = layout;
+  int8.kv_dtype = DType::kInt8;
+  EXPECT_NE(base, model_fingerprint("qwen3.5 tensors...", int8));
+  EXPECT_NE(model_fingerprint("qwen3.5 tensors...", f16),
+            model_fingerprint("qwen3.5 tensors...", int8));
   StateLayout wider = layout;
   wider.ssm_heads = 4;
   EXPECT_NE(base, model_fingerprint("qwen3.5 tensors...", wider));

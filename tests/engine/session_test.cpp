@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 
@@ -181,6 +182,52 @@ TEST_P(SessionTest, Bf16CacheStaysCloseToF32) {
   SessionState s = compact.export_state();
   ASSERT_FALSE(s.keys.empty());
   EXPECT_EQ(s.keys[0].size(), 20 * compact.layout().kv_row_bytes());
+}
+
+// int8 K/V (kernels/kv_row.h): D codes and a float32 scale per row and head, about half of
+// bf16's bytes; logits stay close to f32 K/V in prefill and decode, and greedy decoding agrees
+// with bf16.
+TEST_P(SessionTest, Int8CacheStaysCloseToF32InAboutHalfTheBytes) {
+  auto model = load();
+  auto tokens = random_tokens(70, 8);
+  SessionOptions int8 = f32();
+  int8.kv_dtype = DType::kInt8;
+  Session exact(model, f32()), compact(model, int8);
+  exact.prefill(tokens);
+  compact.prefill(tokens);
+  const StateLayout& l = compact.layout();
+  EXPECT_EQ(l.kv_dtype, DType::kInt8);
+  EXPECT_EQ(l.kv_row_bytes(), size_t(l.kv_heads) * (l.head_dim + 4));
+  EXPECT_EQ(state_layout_of(*model, DType::kBF16).kv_row_bytes(),
+            size_t(l.kv_heads) * l.head_dim * 2);
+  EXPECT_LT(relative_error(compact.logits(), exact.logits()), 3e-2);
+  for (int i = 0; i < 8; ++i) {
+    exact.decode(tokens[i]);
+    compact.decode(tokens[i]);
+    EXPECT_LT(relative_error(compact.logits(), exact.logits()), 3e-2) << "decode step " << i;
+  }
+  SessionState s = compact.export_state();
+  ASSERT_FALSE(s.keys.empty());
+  EXPECT_EQ(s.keys[0].size(), 78 * l.kv_row_bytes());
+}
+
+TEST_P(SessionTest, Int8GreedyDecodingAgreesWithBf16) {
+  auto model = load();
+  auto prompt = random_tokens(40, 9);
+  SessionOptions int8;
+  int8.kv_dtype = DType::kInt8;
+  auto greedy = [&](SessionOptions options) {
+    Session s(model, options);
+    s.prefill(prompt);
+    std::vector<int32_t> out;
+    for (int i = 0; i < 24; ++i) {
+      out.push_back(
+          int32_t(std::max_element(s.logits().begin(), s.logits().end()) - s.logits().begin()));
+      s.decode(out.back());
+    }
+    return out;
+  };
+  EXPECT_EQ(greedy(int8), greedy(SessionOptions{}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, SessionTest,

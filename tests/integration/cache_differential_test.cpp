@@ -11,9 +11,9 @@
 #include <random>
 
 #include "base/logging.h"
+#include "server/canonical_history.h"
 #include "server/options.h"
 #include "server/runtime_loader.h"
-#include "server/canonical_history.h"
 #include "tests/integration/turn_harness.h"
 
 namespace qmlx::testing {
@@ -22,10 +22,10 @@ namespace {
 namespace fs = std::filesystem;
 using ordered_json = nlohmann::ordered_json;
 
-const char* const kWords[] = {"read",   "the",    "file",  "main.cpp", "and",   "fix",  "bug",
+const char* const kWords[] = {"read",   "the",    "file",  "main.cpp", "and",   "fix",   "bug",
                               "in",     "parser", "tests", "fail",     "when",  "input", "is",
                               "empty",  "please", "run",   "build",    "again", "check", "log",
-                              "output", "line",   "42",    "error",    "😀",    "naïve", "{}"};
+                              "output", "line",   "42",    "error",    "😀",     "naïve", "{}"};
 
 struct Counts {
   int turns = 0;
@@ -40,7 +40,8 @@ class Branch {
   std::string words(int lo, int hi) {
     std::uniform_int_distribution<int> n(lo, hi), w(0, int(std::size(kWords)) - 1);
     std::string text;
-    for (int i = n(rng_); i > 0; --i) text += std::string(text.empty() ? "" : " ") + kWords[w(rng_)];
+    for (int i = n(rng_); i > 0; --i)
+      text += std::string(text.empty() ? "" : " ") + kWords[w(rng_)];
     return text;
   }
   int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
@@ -56,9 +57,11 @@ ordered_json tool_schemas() {
 }
 
 void run_branches(const std::string& root, modelgen::Arch arch, int branches, uint64_t seed,
-                  int bits) {
+                  int bits, DType kv_dtype) {
   const std::string dir = write_tiny_model(arch, root + "/model", seed, bits);
-  auto runtime = server::load_model_runtime(dir, server::ServerOptions{});
+  server::ServerOptions options;
+  options.kv_cache_dtype = kv_dtype;
+  auto runtime = server::load_model_runtime(dir, options);
   CacheConfig config = CacheConfig::defaults();
   config.disk_cache_dir = root + "/store";
   config.chunk_tokens = 16;
@@ -94,8 +97,8 @@ void run_branches(const std::string& root, modelgen::Arch arch, int branches, ui
         TurnResult c = cold.chat(messages, tools, max_tokens);
         ASSERT_EQ(w.prompt, c.prompt);
         ASSERT_EQ(w.generated, c.generated)
-            << "warm restored " << w.stats.cached_tokens << " tokens ("
-            << w.stats.cache.kind << ") of " << w.prompt.size();
+            << "warm restored " << w.stats.cached_tokens << " tokens (" << w.stats.cache.kind
+            << ") of " << w.prompt.size();
       }
       // What the client does next.
       switch (pick.pick(6)) {
@@ -148,13 +151,16 @@ void run_branches(const std::string& root, modelgen::Arch arch, int branches, ui
   EXPECT_GT(counts.hits, counts.turns / 2);
 }
 
-void run_branches_in_scratch(modelgen::Arch arch, int branches, uint64_t seed, int bits = 0) {
-  const std::string root = (fs::temp_directory_path() /
-                            ("qmlx-differential-" + std::to_string(::getpid()) + "-" +
-                             modelgen::arch_name(arch) + "-" + std::to_string(bits)))
-                               .string();
+void run_branches_in_scratch(modelgen::Arch arch, int branches, uint64_t seed, int bits = 0,
+                             DType kv_dtype = DType::kBF16) {
+  const std::string root =
+      (fs::temp_directory_path() /
+       ("qmlx-differential-" + std::to_string(::getpid()) + "-" + modelgen::arch_name(arch) + "-" +
+        std::to_string(bits) + "-" + dtype_name(kv_dtype)))
+          .string();
   fs::remove_all(root);
-  run_branches(root, arch, branches, seed, bits);  // the servers stop (writers drain) before cleanup
+  run_branches(root, arch, branches, seed, bits,
+               kv_dtype);  // the servers stop (writers drain) before cleanup
   fs::remove_all(root);
 }
 
@@ -163,16 +169,31 @@ class CacheDifferential : public ::testing::Test {
   void SetUp() override { set_log_level(LogLevel::kError); }
 };
 
-TEST_F(CacheDifferential, HybridMoeWarmEqualsCold) { run_branches_in_scratch(modelgen::Arch::kQwen35Moe, 70, 11); }
-TEST_F(CacheDifferential, HybridDenseWarmEqualsCold) { run_branches_in_scratch(modelgen::Arch::kQwen35, 70, 12); }
-TEST_F(CacheDifferential, QwenNextWarmEqualsCold) { run_branches_in_scratch(modelgen::Arch::kQwen3Next, 30, 13); }
-TEST_F(CacheDifferential, AttentionOnlyWarmEqualsCold) { run_branches_in_scratch(modelgen::Arch::kQwen3, 70, 14); }
+TEST_F(CacheDifferential, HybridMoeWarmEqualsCold) {
+  run_branches_in_scratch(modelgen::Arch::kQwen35Moe, 70, 11);
+}
+TEST_F(CacheDifferential, HybridDenseWarmEqualsCold) {
+  run_branches_in_scratch(modelgen::Arch::kQwen35, 70, 12);
+}
+TEST_F(CacheDifferential, QwenNextWarmEqualsCold) {
+  run_branches_in_scratch(modelgen::Arch::kQwen3Next, 30, 13);
+}
+TEST_F(CacheDifferential, AttentionOnlyWarmEqualsCold) {
+  run_branches_in_scratch(modelgen::Arch::kQwen3, 70, 14);
+}
 // MLX 4-bit and 8-bit: the quantized kernels (integer decode GEMV, packed prefill GEMM).
 TEST_F(CacheDifferential, HybridMoeMlx4BitWarmEqualsCold) {
   run_branches_in_scratch(modelgen::Arch::kQwen35Moe, 40, 15, 4);
 }
 TEST_F(CacheDifferential, HybridDenseMlx8BitWarmEqualsCold) {
   run_branches_in_scratch(modelgen::Arch::kQwen35, 40, 16, 8);
+}
+// int8 K/V (--kv-cache-dtype int8): restored int8 rows and snapshots give the cold answer too.
+TEST_F(CacheDifferential, HybridDenseInt8KvWarmEqualsCold) {
+  run_branches_in_scratch(modelgen::Arch::kQwen35, 40, 17, 0, DType::kInt8);
+}
+TEST_F(CacheDifferential, AttentionOnlyInt8KvWarmEqualsCold) {
+  run_branches_in_scratch(modelgen::Arch::kQwen3, 40, 18, 0, DType::kInt8);
 }
 
 }  // namespace

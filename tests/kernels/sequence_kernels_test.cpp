@@ -9,12 +9,14 @@
 #include "kernels/causal_conv.h"
 #include "kernels/norms.h"
 #include "kernels/rope.h"
+#include "kernels/scalar_type.h"
 #include "kernels/simd.h"
 #include "test_util.h"
 
 namespace qmlx {
 namespace {
 
+using testing::naive_attention;
 using testing::random_vector;
 using testing::relative_error;
 
@@ -104,37 +106,13 @@ TEST(CausalConvTest, MatchesZeroPaddedConvolutionAndSplitsExactly) {
   EXPECT_EQ(out, out2);
 }
 
-std::vector<double> naive_attention(const std::vector<float>& q, const std::vector<float>& k,
-                                    const std::vector<float>& v, int T, int Nh, int Nkv, int D,
-                                    int pos0) {
-  std::vector<double> out(size_t(T) * Nh * D, 0.0);
-  for (int t = 0; t < T; ++t)
-    for (int h = 0; h < Nh; ++h) {
-      int kvh = h / (Nh / Nkv), n = pos0 + t + 1;
-      std::vector<double> s(n);
-      double m = -1e300, total = 0;
-      for (int p = 0; p < n; ++p) {
-        double d = 0;
-        for (int i = 0; i < D; ++i)
-          d += double(q[(t * Nh + h) * D + i]) * k[(p * Nkv + kvh) * D + i];
-        s[p] = d / std::sqrt(double(D));
-        m = std::max(m, s[p]);
-      }
-      for (double& x : s) total += x = std::exp(x - m);
-      for (int p = 0; p < n; ++p)
-        for (int i = 0; i < D; ++i)
-          out[(t * Nh + h) * D + i] += s[p] / total * v[(p * Nkv + kvh) * D + i];
-    }
-  return out;
-}
-
 TEST(AttentionTest, CausalGqaMatchesNaive) {
   const int T = 5, Nh = 4, Nkv = 2, D = 24, pos0 = 7, P = pos0 + T;
   auto q = random_vector(size_t(T) * Nh * D, 8), k = random_vector(size_t(P) * Nkv * D, 9),
        v = random_vector(size_t(P) * Nkv * D, 10);
   std::vector<float> out(q.size());
   AttentionShape s{T, Nh, Nkv, D, pos0, 1.f / std::sqrt(float(D))};
-  attention(s, q.data(), k.data(), v.data(), ScalarType::kF32, out.data());
+  attention(s, q.data(), k.data(), v.data(), KvType::kF32, out.data());
   EXPECT_LT(relative_error(out, naive_attention(q, k, v, T, Nh, Nkv, D, pos0)), 1e-5);
 }
 
@@ -171,7 +149,7 @@ TEST(AttentionTest, LongBlocksAndSingleRowMatchNaive) {
          v = random_vector(size_t(P) * Nkv * D, 22);
     std::vector<float> out(q.size());
     AttentionShape s{T, Nh, Nkv, D, pos0, 1.f / std::sqrt(float(D))};
-    attention(s, q.data(), k.data(), v.data(), ScalarType::kF32, out.data());
+    attention(s, q.data(), k.data(), v.data(), KvType::kF32, out.data());
     EXPECT_LT(relative_error(out, naive_attention(q, k, v, T, Nh, Nkv, D, pos0)), 1e-5)
         << "T=" << T << " pos0=" << pos0;
   }
@@ -188,11 +166,11 @@ TEST(AttentionTest, ChunkingDoesNotChangeAnyBit) {
   convert_from_float(v.data(), v.size(), ScalarType::kBF16, vb.data());
   std::vector<float> whole(q.size()), pieces(q.size());
   AttentionShape s{T, Nh, Nkv, D, 0, 1.f / std::sqrt(float(D))};
-  attention(s, q.data(), kb.data(), vb.data(), ScalarType::kBF16, whole.data());
+  attention(s, q.data(), kb.data(), vb.data(), KvType::kBF16, whole.data());
   int done = 0;
   for (int n : {7, 64, 3, 100, 7}) {
     AttentionShape piece{n, Nh, Nkv, D, done, s.scale};
-    attention(piece, q.data() + size_t(done) * Nh * D, kb.data(), vb.data(), ScalarType::kBF16,
+    attention(piece, q.data() + size_t(done) * Nh * D, kb.data(), vb.data(), KvType::kBF16,
               pieces.data() + size_t(done) * Nh * D);
     done += n;
   }
@@ -211,7 +189,7 @@ TEST(AttentionTest, Bf16CacheReadsRoundedValues) {
   convert_to_float(kb.data(), ScalarType::kBF16, k.size(), kr.data());
   convert_to_float(vb.data(), ScalarType::kBF16, v.size(), vr.data());
   AttentionShape s{T, Nh, Nkv, D, 0, 1.f / std::sqrt(float(D))};
-  attention(s, q.data(), kb.data(), vb.data(), ScalarType::kBF16, out.data());
+  attention(s, q.data(), kb.data(), vb.data(), KvType::kBF16, out.data());
   EXPECT_LT(relative_error(out, naive_attention(q, kr, vr, T, Nh, Nkv, D, 0)), 1e-5);
 }
 

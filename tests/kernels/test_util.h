@@ -1,5 +1,5 @@
-// Helpers for kernel tests: seeded random data and the relative error measure the project
-// uses everywhere (max |a - b| / max |b|).
+// Helpers for kernel tests: seeded random data, the relative error measure the project uses
+// everywhere (max |a - b| / max |b|), and reference versions of kernels in float64.
 #pragma once
 
 #include <algorithm>
@@ -38,6 +38,31 @@ inline std::vector<float> round_to_int16_groups(const std::vector<float>& x, int
     for (int i = 0; i < group_size; ++i)
       out[g + i] = step == 0 ? 0.f : float(step * std::nearbyint(x[g + i] / step));
   }
+  return out;
+}
+
+// Causal GQA attention in float64 over f32 K/V rows [P][Nkv][D] (kernels/attention.h's contract).
+inline std::vector<double> naive_attention(const std::vector<float>& q, const std::vector<float>& k,
+                                           const std::vector<float>& v, int T, int Nh, int Nkv,
+                                           int D, int pos0) {
+  std::vector<double> out(size_t(T) * Nh * D, 0.0);
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < Nh; ++h) {
+      int kvh = h / (Nh / Nkv), n = pos0 + t + 1;
+      std::vector<double> s(n);
+      double m = -1e300, total = 0;
+      for (int p = 0; p < n; ++p) {
+        double d = 0;
+        for (int i = 0; i < D; ++i)
+          d += double(q[(t * Nh + h) * D + i]) * k[(p * Nkv + kvh) * D + i];
+        s[p] = d / std::sqrt(double(D));
+        m = std::max(m, s[p]);
+      }
+      for (double& x : s) total += x = std::exp(x - m);
+      for (int p = 0; p < n; ++p)
+        for (int i = 0; i < D; ++i)
+          out[(t * Nh + h) * D + i] += s[p] / total * v[(p * Nkv + kvh) * D + i];
+    }
   return out;
 }
 

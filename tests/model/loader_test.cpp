@@ -17,7 +17,7 @@ using testing::TinyModelSpec;
 
 std::vector<float> logits_for(const std::string& dir, const std::vector<int32_t>& tokens) {
   auto model = Model::load(dir);
-  ModelState state = model->new_state(ScalarType::kF32);
+  ModelState state = model->new_state(KvType::kF32);
   std::vector<float> logits(model->config().vocab_size);
   model->forward(tokens, state, logits.data());
   return logits;

@@ -39,7 +39,7 @@ TEST_F(MtpTest, OnlyCheckpointsWithTheHeadHaveIt) {
   modelgen::write_random_model(options(Arch::kQwen35, Layout::kHF, false), dir_ + "/plain");
   auto plain = Model::load(dir_ + "/plain");
   EXPECT_FALSE(plain->has_mtp());
-  EXPECT_THROW(plain->new_mtp_state(ScalarType::kF32), Error);
+  EXPECT_THROW(plain->new_mtp_state(KvType::kF32), Error);
 
   modelgen::write_random_model(options(Arch::kQwen35Moe, Layout::kHF, true), dir_ + "/hf");
   auto mlx_options = options(Arch::kQwen3Next, Layout::kMLX, true);
@@ -56,7 +56,7 @@ TEST_F(MtpTest, OnlyCheckpointsWithTheHeadHaveIt) {
 
 // Runs the main model over `tokens` and returns its final hidden rows.
 std::vector<float> final_hidden(const Model& model, const std::vector<int32_t>& tokens) {
-  ModelState state = model.new_state(ScalarType::kF32);
+  ModelState state = model.new_state(KvType::kF32);
   std::vector<float> hidden(tokens.size() * model.config().hidden_size);
   std::vector<float> logits(model.config().vocab_size);
   ForwardOptions o;
@@ -74,12 +74,12 @@ TEST_F(MtpTest, RowsAtOnceOrOneByOneAgreeAndRollBack) {
   const size_t rows = tokens.size() - 1;  // row p: hidden p with token p + 1
   const std::vector<int32_t> next(tokens.begin() + 1, tokens.end());
 
-  ModelState at_once = model->new_mtp_state(ScalarType::kF32);
+  ModelState at_once = model->new_mtp_state(KvType::kF32);
   std::vector<float> a(V), b(V), c(V);
   model->mtp_forward(std::span(hidden).first(rows * H), next, at_once, a.data());
   EXPECT_EQ(at_once.position, int64_t(rows));
 
-  ModelState one_by_one = model->new_mtp_state(ScalarType::kF32);
+  ModelState one_by_one = model->new_mtp_state(KvType::kF32);
   for (size_t p = 0; p < rows; ++p)
     model->mtp_forward(std::span(hidden).subspan(p * H, H), std::span(next).subspan(p, 1),
                        one_by_one, b.data());
@@ -99,7 +99,7 @@ TEST_F(MtpTest, RowsAtOnceOrOneByOneAgreeAndRollBack) {
   std::vector<float> short_hidden(H - 1);
   EXPECT_THROW(model->mtp_forward(short_hidden, std::span(next).first(1), one_by_one, c.data()),
                Error);
-  ModelState main_state = model->new_state(ScalarType::kF32);
+  ModelState main_state = model->new_state(KvType::kF32);
   EXPECT_THROW(model->mtp_forward(last_hidden, std::span(next).first(1), main_state, c.data()),
                Error);
 }

@@ -43,8 +43,8 @@ int main(int argc, char** argv) {
     const int steps = std::stoi(argv[3]);
     if (prompt.empty() || steps < 1) throw qmlx::Error("need a prompt and STEPS >= 1");
     const size_t H = size_t(model->config().hidden_size), V = size_t(model->config().vocab_size);
-    qmlx::ModelState state = model->new_state(qmlx::ScalarType::kF32);
-    qmlx::ModelState mtp = model->new_mtp_state(qmlx::ScalarType::kF32);
+    qmlx::ModelState state = model->new_state(qmlx::KvType::kF32);
+    qmlx::ModelState mtp = model->new_mtp_state(qmlx::KvType::kF32);
 
     std::vector<float> hidden(prompt.size() * H), logits(V), mtp_logits(V), out;
     qmlx::ForwardOptions options;

@@ -172,6 +172,20 @@ TEST_F(OptionsTest, InvalidFlagValuesExitNonZero) {
   EXPECT_FALSE(parse({"--port", "abc"}).options);
 }
 
+TEST_F(OptionsTest, KvCacheDtypeIsBf16UnlessInt8OrAFloatTypeIsAsked) {
+  EXPECT_EQ(parse({}).options->kv_cache_dtype, DType::kBF16);
+  EXPECT_EQ(parse({"--kv-cache-dtype", "int8"}).options->kv_cache_dtype, DType::kInt8);
+  EXPECT_EQ(parse({"--kv-cache-dtype", "f32"}).options->kv_cache_dtype, DType::kF32);
+  EXPECT_EQ(parse({"--kv-cache-dtype", "f16"}).options->kv_cache_dtype, DType::kF16);
+  testing::internal::CaptureStderr();
+  auto parsed = parse({"--kv-cache-dtype", "int4"});
+  const std::string error = testing::internal::GetCapturedStderr();
+  EXPECT_NE(parsed.exit_code, 0);
+  EXPECT_FALSE(parsed.options);
+  EXPECT_NE(error.find("bf16|int8|f32|f16"), std::string::npos) << error;
+  EXPECT_NE(error.find("int4"), std::string::npos) << error;
+}
+
 TEST_F(OptionsTest, HelpDocumentsEveryFlagAndKey) {
   testing::internal::CaptureStdout();
   auto parsed = parse({"--help"});
@@ -198,6 +212,7 @@ TEST_F(OptionsTest, HelpDocumentsEveryFlagAndKey) {
                            "--default-frequency-penalty",
                            "--log-format",
                            "--max-body-mb",
+                           "--kv-cache-dtype",
                            "\"cache\"",
                            "\"path\"",
                            "\"hybrid_attention\"",
