@@ -21,7 +21,7 @@ std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
 
 SharedStoreOptions options_for(const std::vector<std::string>& nodes, uint64_t model) {
   SharedStoreOptions o;
-  o.cluster = {nodes, "", "", 1000};
+  o.cluster = test::options_for_seeds(nodes, 1000);
   o.fingerprint = Hash128{model, ~model};
   o.part_bytes = 1000;  // small parts: a few KB already spans several
   o.ttl_seconds = 3600;
