@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -93,6 +94,14 @@ inline LocalRedisCluster& shared_cluster() {
 inline LocalRedisCluster& shared_tls_cluster() {
   static LocalRedisCluster cluster(true);
   return cluster;
+}
+
+// n reproducible random bytes (blob contents).
+inline std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> out(n);
+  for (uint8_t& b : out) b = uint8_t(rng());
+  return out;
 }
 
 // Options for a client of the given seeds (plain TCP).

@@ -14,14 +14,8 @@ namespace qmlx {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using test::random_bytes;
 using test::shared_tls_cluster;
-
-std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> out(n);
-  for (uint8_t& b : out) b = uint8_t(rng());
-  return out;
-}
 
 // GET through a client with these options: the status, and how long it took.
 Status try_get(const RedisClusterOptions& options, Clock::duration* took = nullptr) {

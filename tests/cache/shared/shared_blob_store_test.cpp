@@ -10,14 +10,8 @@
 namespace qmlx {
 namespace {
 
+using test::random_bytes;
 using test::shared_cluster;
-
-std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> out(n);
-  for (uint8_t& b : out) b = uint8_t(rng());
-  return out;
-}
 
 SharedStoreOptions options_for(const std::vector<std::string>& nodes, uint64_t model) {
   SharedStoreOptions o;
