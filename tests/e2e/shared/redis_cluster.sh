@@ -40,13 +40,11 @@ make_certs() {
   sign other-client other-ca "/CN=qmlx other client" "extendedKeyUsage=clientAuth"
 }
 
-start() {
-  local masters=${1:-3} tries base p i nodes=() listen=() cli=(redis-cli)
-  mkdir -p "$dir"
-  if [[ ${2:-} == --tls ]]; then
-    make_certs
-    cli+=(--tls --cacert "$dir/tls/ca.crt")
-  fi
+# One try at starting the cluster on fresh ports; fails (leaving its nodes running for stop_all)
+# when a node never answers or `--cluster create` fails: a port checked free can still be taken
+# before redis-server binds it (the bus ports lie in the kernel's ephemeral range).
+try_start() {
+  local masters=$1 tls=$2 tries base p i up nodes=() listen=()
   for tries in 1 2 3 4 5 6 7 8; do
     base=$((20000 + (RANDOM % 1500) * 10))
     nodes=()
@@ -60,7 +58,7 @@ start() {
   for ((i = 0; i < masters; i++)); do
     p=${nodes[$i]#127.0.0.1:}
     listen=(--port "$p")
-    if [[ ${2:-} == --tls ]]; then
+    if [[ $tls == --tls ]]; then
       listen=(--port 0 --tls-port "$p" --tls-cluster yes --tls-replication yes
         --tls-auth-clients optional --tls-ca-cert-file "$dir/tls/ca.crt"
         --tls-cert-file "$dir/tls/server.crt" --tls-key-file "$dir/tls/server.key")
@@ -72,12 +70,21 @@ start() {
   done
   for ((i = 0; i < masters; i++)); do
     p=${nodes[$i]#127.0.0.1:}
+    up=no
     for _ in $(seq 100); do
-      "${cli[@]}" -p "$p" ping >/dev/null 2>&1 && break
+      "${cli[@]}" -p "$p" ping >/dev/null 2>&1 && up=yes && break
       sleep 0.05
     done
+    if [[ $up == no ]]; then
+      echo "redis_cluster.sh: node $i (port $p) did not start: $(tail -2 "$dir/node-$i.log" 2>/dev/null)" >&2
+      return 1
+    fi
   done
-  "${cli[@]}" --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes >"$dir/create.log" 2>&1
+  if ! "${cli[@]}" --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes \
+    >"$dir/create.log" 2>&1; then
+    echo "redis_cluster.sh: cluster create failed: $(tail -3 "$dir/create.log")" >&2
+    return 1
+  fi
   for ((i = 0; i < masters; i++)); do
     p=${nodes[$i]#127.0.0.1:}
     for _ in $(seq 200); do
@@ -87,6 +94,32 @@ start() {
   done
   local IFS=,
   echo "${nodes[*]}"
+}
+
+start() {
+  local masters=${1:-3} tls=${2:-} attempt
+  cli=(redis-cli)
+  mkdir -p "$dir"
+  if [[ $tls == --tls ]]; then
+    make_certs
+    cli+=(--tls --cacert "$dir/tls/ca.crt")
+  fi
+  for attempt in 1 2 3; do
+    try_start "$masters" "$tls" && return 0
+    stop_all
+    rm -f "$dir"/nodes-*.conf "$dir"/node-*.port
+  done
+  echo "redis_cluster.sh: no cluster after 3 attempts" >&2
+  return 1
+}
+
+stop_all() {
+  local pidfile i
+  for pidfile in "$dir"/node-*.pid; do
+    [[ -f $pidfile ]] || continue
+    i=${pidfile##*/node-}
+    kill_node "${i%.pid}"
+  done
 }
 
 kill_node() {
@@ -99,12 +132,6 @@ kill_node() {
 case $cmd in
   start) start "${3:-3}" "${4:-}" ;;
   kill) kill_node "${3:?node index missing}" ;;
-  stop)
-    for pidfile in "$dir"/node-*.pid; do
-      [[ -f $pidfile ]] || continue
-      i=${pidfile##*/node-}
-      kill_node "${i%.pid}"
-    done
-    ;;
+  stop) stop_all ;;
   *) echo "unknown command $cmd" >&2; exit 2 ;;
 esac
