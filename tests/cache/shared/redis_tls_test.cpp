@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 
@@ -17,6 +18,13 @@ using Clock = std::chrono::steady_clock;
 using test::random_bytes;
 using test::shared_tls_cluster;
 
+// The TLS cluster also needs the openssl command (its throwaway CA).
+#define QMLX_REQUIRE_REDIS_TLS()                                                           \
+  QMLX_REQUIRE_REDIS();                                                                    \
+  if (std::system("command -v openssl >/dev/null 2>&1") != 0) {                            \
+    GTEST_SKIP() << "the openssl command is not installed (scripts/setup.sh installs it)"; \
+  }
+
 // GET through a client with these options: the status, and how long it took.
 Status try_get(const RedisClusterOptions& options, Clock::duration* took = nullptr) {
   RedisCluster cluster(options);
@@ -27,7 +35,7 @@ Status try_get(const RedisClusterOptions& options, Clock::duration* took = nullp
 }
 
 TEST(RedisTlsTest, SharedBlobStoreRoundTripsMultiPartBlobsOverTls) {
-  QMLX_REQUIRE_REDIS();
+  QMLX_REQUIRE_REDIS_TLS();
   SharedStoreOptions o;
   o.cluster = shared_tls_cluster().client_options();
   o.fingerprint = Hash128{77, 88};
@@ -67,7 +75,7 @@ TEST(RedisTlsTest, SharedBlobStoreRoundTripsMultiPartBlobsOverTls) {
 }
 
 TEST(RedisTlsTest, AnUntrustedCaFailsClearlyWithinTheTimeout) {
-  QMLX_REQUIRE_REDIS();
+  QMLX_REQUIRE_REDIS_TLS();
   RedisClusterOptions o = shared_tls_cluster().client_options(500);
   o.tls.ca_file = shared_tls_cluster().tls_file("other-ca.crt");
   Clock::duration took{};
@@ -79,7 +87,7 @@ TEST(RedisTlsTest, AnUntrustedCaFailsClearlyWithinTheTimeout) {
 }
 
 TEST(RedisTlsTest, TheServerNameIsChecked) {
-  QMLX_REQUIRE_REDIS();
+  QMLX_REQUIRE_REDIS_TLS();
   // The nodes' certificate names 127.0.0.1, localhost and redis.test.
   RedisClusterOptions o = shared_tls_cluster().client_options(500);
   o.tls.server_name = "redis.test";
@@ -100,7 +108,7 @@ TEST(RedisTlsTest, TheServerNameIsChecked) {
 }
 
 TEST(RedisTlsTest, AuthWithAnAclUserOverTls) {
-  QMLX_REQUIRE_REDIS();
+  QMLX_REQUIRE_REDIS_TLS();
   auto& local = shared_tls_cluster();
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(local.cli(i, "acl setuser qmlx-tls on '>tls-secret' '~*' '+@all'"), "OK\n");
@@ -119,7 +127,7 @@ TEST(RedisTlsTest, AuthWithAnAclUserOverTls) {
 }
 
 TEST(RedisTlsTest, AClientCertificateIsPresented) {
-  QMLX_REQUIRE_REDIS();
+  QMLX_REQUIRE_REDIS_TLS();
   auto& local = shared_tls_cluster();
   RedisClusterOptions o = local.client_options(500);
   o.tls.cert_file = local.tls_file("client.crt");
@@ -135,7 +143,7 @@ TEST(RedisTlsTest, AClientCertificateIsPresented) {
 }
 
 TEST(RedisTlsTest, BadTlsFilesAreClearErrorsBeforeAnyConnection) {
-  QMLX_REQUIRE_REDIS();
+  QMLX_REQUIRE_REDIS_TLS();
   auto& local = shared_tls_cluster();
   test::TempDir dir;
   const std::string not_pem = dir.path() + "/not.pem";
@@ -165,7 +173,7 @@ TEST(RedisTlsTest, BadTlsFilesAreClearErrorsBeforeAnyConnection) {
 }
 
 TEST(RedisTlsTest, APlainClientOnATlsPortFailsWithinTheTimeout) {
-  QMLX_REQUIRE_REDIS();
+  QMLX_REQUIRE_REDIS_TLS();
   RedisClusterOptions o = shared_tls_cluster().client_options(500);
   o.tls = {};
   Clock::duration took{};
