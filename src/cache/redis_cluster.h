@@ -81,8 +81,8 @@ class RedisCluster {
   std::vector<RedisResult> run(const std::vector<RedisCommand>& commands);
   RedisResult run_one(const RedisCommand& command);
   // Runs commands whose keys (args[1]) all hash to one slot (a blob's parts and meta) on that
-  // slot's node, pipelined, moving large values without copies (RespWire). Flat replies only
-  // (SET, GET, UNLINK). Follows MOVED and ASK like run().
+  // slot's node, pipelined (at most two in flight), moving large values without copies: a
+  // bulk-string reply lands in its command's `into`. Follows MOVED and ASK like run().
   std::vector<TransferResult> transfer(const std::vector<TransferCommand>& commands);
   // Runs one command on one node (SCAN, DBSIZE, INFO: commands without a key).
   RedisResult run_on_node(const std::string& node, const std::vector<std::string_view>& args);
