@@ -8,7 +8,7 @@ DEBIAN_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ccache
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libxxhash-dev libcli11-dev libicu-dev
-  libhiredis-dev redis-server redis-tools nginx
+  libssl-dev openssl redis-server redis-tools nginx
   python3 python3-numpy python3-jinja2
   curl prometheus
   clang-14 libclang-rt-14-dev

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <concepts>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <variant>
@@ -194,7 +197,17 @@ const SharedKey kSharedKeys[] = {
     {"username_env", &SharedTierConfig::username_env, 0, 0, false,
      "the environment variable holding the ACL user name (with password_env)"},
     {"tls", &SharedTierConfig::tls, 0, 0, false,
-     "connect with TLS (not available in this build: Debian's hiredis has no TLS)"},
+     "connect to every node with TLS (TLS 1.2 or later; the server's certificate is verified)"},
+    {"tls_ca_file", &SharedTierConfig::tls_ca_file, 0, 0, false,
+     "PEM file of the CA certificates that sign the nodes' certificates (with tls; default: "
+     "the system's trusted CAs)"},
+    {"tls_cert_file", &SharedTierConfig::tls_cert_file, 0, 0, false,
+     "PEM client certificate (chain) for mutual TLS (with tls and tls_key_file)"},
+    {"tls_key_file", &SharedTierConfig::tls_key_file, 0, 0, false,
+     "PEM private key of tls_cert_file"},
+    {"tls_server_name", &SharedTierConfig::tls_server_name, 0, 0, false,
+     "the name the nodes' certificates must carry, also sent as SNI (with tls; default: each "
+     "node's host, as in nodes or as the cluster announces it)"},
     {"timeout_ms", &SharedTierConfig::timeout_ms, 1, 60000, false,
      "bound on each connect, read and write; a slow or dead node costs at most this per call "
      "until its breaker opens"},
@@ -299,6 +312,43 @@ void read_object(const nlohmann::json& object, std::string_view source, const st
   }
 }
 
+// A file the server will read at start: it must be there and readable now.
+void require_readable_file(const KeyReader& reader, const std::string& key,
+                           const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    reader.fail(key, "names \"" + path + "\", which is not a file");
+  }
+  if (!std::ifstream(path).good()) {
+    reader.fail(key, "names \"" + path + "\", which cannot be read: " + std::strerror(errno));
+  }
+}
+
+void validate_tls(const KeyReader& reader, const SharedTierConfig& c) {
+  const std::pair<const char*, const std::string*> files[] = {{"tls_ca_file", &c.tls_ca_file},
+                                                              {"tls_cert_file", &c.tls_cert_file},
+                                                              {"tls_key_file", &c.tls_key_file}};
+  for (const auto& [key, value] : files) {
+    if (value->empty()) continue;
+    if (!c.tls) reader.fail(key, "is set but tls is false (set \"tls\": true to use TLS)");
+    require_readable_file(reader, key, *value);
+  }
+  if (!c.tls_server_name.empty() && !c.tls) {
+    reader.fail("tls_server_name", "is set but tls is false (set \"tls\": true to use TLS)");
+  }
+  if (!c.tls_cert_file.empty() && c.tls_key_file.empty()) {
+    reader.fail("tls_cert_file", "needs tls_key_file too (the client certificate's key)");
+  }
+  if (!c.tls_key_file.empty() && c.tls_cert_file.empty()) {
+    reader.fail("tls_key_file", "needs tls_cert_file too (the key's client certificate)");
+  }
+  const std::string& name = c.tls_server_name;
+  if (std::any_of(name.begin(), name.end(),
+                  [](unsigned char ch) { return std::isspace(ch) || !std::isprint(ch); })) {
+    reader.fail("tls_server_name", "must be a host name, got \"" + name + "\"");
+  }
+}
+
 // What the key table's types and ranges cannot say about the shared block.
 void validate_shared(const KeyReader& reader, const SharedTierConfig& c) {
   if (c.backend != "redis-cluster") {
@@ -316,12 +366,7 @@ void validate_shared(const KeyReader& reader, const SharedTierConfig& c) {
     }
     if (!ok) reader.fail("nodes", "must hold \"host:port\" addresses, got \"" + node + "\"");
   }
-  if (c.tls) {
-    reader.fail("tls",
-                "is true, but TLS is not available in this build (Debian's hiredis 0.14 "
-                "has no TLS support); reach the cluster over a trusted network or a TLS "
-                "tunnel and set tls to false");
-  }
+  validate_tls(reader, c);
   if (!c.username_env.empty() && c.password_env.empty()) {
     reader.fail("username_env", "needs password_env too (an ACL user logs in with a password)");
   }

@@ -27,6 +27,10 @@ struct SharedTierConfig {
   std::string password_env;        // the environment variable holding the password ("" = none)
   std::string username_env;        // the environment variable holding the ACL user ("" = none)
   bool tls = false;
+  std::string tls_ca_file;              // PEM CAs to trust ("" = the system's store)
+  std::string tls_cert_file;            // PEM client certificate (mutual TLS), with tls_key_file
+  std::string tls_key_file;             // its private key
+  std::string tls_server_name;          // name to verify and send as SNI ("" = each node's host)
   int64_t timeout_ms = 250;             // each connect, read and write
   bool read = true;                     // restore from the shared tier
   bool write = true;                    // publish every checkpoint to it

@@ -1,10 +1,9 @@
 #include "cache/redis_cluster.h"
 
-#include <hiredis/hiredis.h>
-#include <sys/time.h>
-
 #include <algorithm>
 #include <map>
+
+#include "cache/socket_stream.h"
 
 namespace qmlx {
 namespace {
@@ -31,13 +30,6 @@ uint16_t crc16(std::string_view bytes) {
   return crc;
 }
 
-timeval to_timeval(int ms) {
-  timeval tv;
-  tv.tv_sec = ms / 1000;
-  tv.tv_usec = (ms % 1000) * 1000;
-  return tv;
-}
-
 bool split_address(const std::string& address, std::string* host, int* port) {
   const size_t colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0) return false;
@@ -51,21 +43,9 @@ bool split_address(const std::string& address, std::string* host, int* port) {
   }
 }
 
-// hiredis's argument arrays for one command.
-struct Argv {
-  explicit Argv(const std::vector<std::string_view>& args) {
-    for (std::string_view arg : args) {
-      pointers.push_back(arg.data());
-      lengths.push_back(arg.size());
-    }
-  }
-  int count() const { return int(pointers.size()); }
-  std::vector<const char*> pointers;
-  std::vector<size_t> lengths;
-};
-
-std::string context_error(const redisContext* c, const std::string& node) {
-  return "redis " + node + ": " + (c != nullptr && c->errstr[0] != 0 ? c->errstr : "no connection");
+// A failure of the stream or the protocol on a node's connection, named after the node.
+Status node_error(const std::string& node, const Status& s) {
+  return Status::IOError("redis " + node + ": " + s.message());
 }
 
 // "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381": the node to retry on.
@@ -93,27 +73,16 @@ bool parse_redirect(std::string_view error, bool* ask, uint16_t* slot, std::stri
 
 }  // namespace
 
-void ReplyDeleter::operator()(redisReply* reply) const { freeReplyObject(reply); }
-
-bool RedisResult::is_nil() const { return reply && reply->type == REDIS_REPLY_NIL; }
-bool RedisResult::is_error() const { return reply && reply->type == REDIS_REPLY_ERROR; }
-
-std::string_view RedisResult::str() const {
-  if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS &&
-                 reply->type != REDIS_REPLY_ERROR)) {
-    return {};
-  }
-  return std::string_view(reply->str, reply->len);
-}
-
-long long RedisResult::integer() const {
-  return reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : 0;
-}
-
+// One node's connection: the stream and the reader that keeps its unread bytes.
 struct RedisCluster::Connection {
-  redisContext* context = nullptr;
-  ~Connection() {
-    if (context != nullptr) redisFree(context);
+  explicit Connection(std::unique_ptr<ByteStream> s) : stream(std::move(s)), reader(*stream) {}
+  std::unique_ptr<ByteStream> stream;
+  RespReader reader;
+
+  // Sends one command and reads its reply.
+  Status call(const std::vector<std::string_view>& args, RespReply* reply) {
+    Status s = resp_write_commands(*stream, {args});
+    return s.ok() ? reader.read({}, reply) : s;
   }
 };
 
@@ -122,7 +91,9 @@ struct RedisCluster::Lane {
 };
 
 RedisCluster::RedisCluster(RedisClusterOptions options)
-    : options_(std::move(options)), slot_nodes_(kSlots), known_nodes_(options_.seeds) {}
+    : options_(std::move(options)), slot_nodes_(kSlots), known_nodes_(options_.seeds) {
+  if (options_.tls.enabled) setup_status_ = TlsContext::create(options_.tls, &tls_);
+}
 
 RedisCluster::~RedisCluster() = default;
 
@@ -150,39 +121,48 @@ void RedisCluster::checkin(std::unique_ptr<Lane> lane) {
   idle_.push_back(std::move(lane));
 }
 
-// Opens (or reuses) the lane's connection to a node: connect and socket timeouts, then AUTH.
+// Opens (or reuses) the lane's connection to a node: connect (timeout), the TLS handshake when
+// configured, then AUTH.
 RedisCluster::Connection* RedisCluster::connection(Lane& lane, const std::string& node,
                                                    Status* status) {
   auto it = lane.connections.find(node);
   if (it != lane.connections.end()) return it->second.get();
+  if (!setup_status_.ok()) {
+    *status = setup_status_;
+    return nullptr;
+  }
   std::string host;
   int port = 0;
   if (!split_address(node, &host, &port)) {
     *status = Status::InvalidArgument("redis: bad node address \"" + node + "\"");
     return nullptr;
   }
-  auto conn = std::make_unique<Connection>();
-  conn->context = redisConnectWithTimeout(host.c_str(), port, to_timeval(options_.timeout_ms));
-  if (conn->context == nullptr || conn->context->err != 0 ||
-      redisSetTimeout(conn->context, to_timeval(options_.timeout_ms)) != REDIS_OK) {
-    *status = Status::IOError(context_error(conn->context, node));
+  std::unique_ptr<SocketStream> socket;
+  Status s = SocketStream::connect(host, port, options_.timeout_ms, &socket);
+  std::unique_ptr<ByteStream> stream;
+  if (s.ok() && tls_) {
+    s = tls_->handshake(std::move(socket), host, &stream);
+  } else {
+    stream = std::move(socket);
+  }
+  if (!s.ok()) {
+    *status = node_error(node, s);
     mark_topology_stale();
     return nullptr;
   }
+  auto conn = std::make_unique<Connection>(std::move(stream));
   if (!options_.password.empty()) {
     std::vector<std::string_view> args{"AUTH"};
     if (!options_.username.empty()) args.push_back(options_.username);
     args.push_back(options_.password);
-    Argv argv(args);
-    ReplyPtr reply(static_cast<redisReply*>(
-        redisCommandArgv(conn->context, argv.count(), argv.pointers.data(), argv.lengths.data())));
-    if (!reply) {
-      *status = Status::IOError(context_error(conn->context, node));
+    RespReply reply;
+    s = conn->call(args, &reply);
+    if (!s.ok()) {
+      *status = node_error(node, s);
       return nullptr;
     }
-    if (reply->type == REDIS_REPLY_ERROR) {
-      *status = Status::InvalidArgument("redis " + node +
-                                        ": AUTH failed: " + std::string(reply->str, reply->len));
+    if (reply.kind == RespKind::kError) {
+      *status = Status::InvalidArgument("redis " + node + ": AUTH failed: " + reply.text);
       return nullptr;
     }
   }
@@ -237,28 +217,34 @@ Status RedisCluster::read_slots_from(const std::string& node) {
   Status s;
   Connection* conn = connection(lane, node, &s);
   if (conn == nullptr) return s;
-  ReplyPtr reply(static_cast<redisReply*>(redisCommand(conn->context, "CLUSTER SLOTS")));
-  if (!reply) return Status::IOError(context_error(conn->context, node));
-  if (reply->type != REDIS_REPLY_ARRAY) {
+  RespReply reply;
+  s = conn->call({"CLUSTER", "SLOTS"}, &reply);
+  if (!s.ok()) return node_error(node, s);
+  if (reply.kind != RespKind::kArray) {
     return Status::IOError("redis " + node + ": CLUSTER SLOTS: " +
-                           (reply->type == REDIS_REPLY_ERROR ? std::string(reply->str, reply->len)
-                                                             : std::string("unexpected reply")));
+                           (reply.kind == RespKind::kError ? reply.text : "unexpected reply"));
   }
   std::string host;
   int port = 0;
   split_address(node, &host, &port);
   std::vector<std::string> slots(kSlots);
   std::vector<std::string> nodes;
-  for (size_t i = 0; i < reply->elements; ++i) {
-    const redisReply* range = reply->element[i];
-    if (range->type != REDIS_REPLY_ARRAY || range->elements < 3) continue;
-    const redisReply* master = range->element[2];
-    if (master->type != REDIS_REPLY_ARRAY || master->elements < 2) continue;
-    std::string ip(master->element[0]->str, master->element[0]->len);
+  // Each range: [first slot, last slot, [master ip, port, id...], replicas...]; ranges of
+  // another shape are skipped.
+  for (const RespReply& range : reply.elements) {
+    if (range.kind != RespKind::kArray || range.elements.size() < 3) continue;
+    const RespReply& master = range.elements[2];
+    if (range.elements[0].kind != RespKind::kInteger ||
+        range.elements[1].kind != RespKind::kInteger || master.kind != RespKind::kArray ||
+        master.elements.size() < 2 || master.elements[0].kind != RespKind::kBulk ||
+        master.elements[1].kind != RespKind::kInteger) {
+      continue;
+    }
+    const std::string& ip = master.elements[0].text;
     const std::string address =
-        (ip.empty() ? host : ip) + ":" + std::to_string(master->element[1]->integer);
-    const long long first = range->element[0]->integer;
-    const long long last = range->element[1]->integer;
+        (ip.empty() || ip == "?" ? host : ip) + ":" + std::to_string(master.elements[1].integer);
+    const long long first = range.elements[0].integer;
+    const long long last = range.elements[1].integer;
     for (long long slot = std::max(0LL, first); slot <= last && slot < (long long)kSlots; ++slot) {
       slots[size_t(slot)] = address;
     }
@@ -321,26 +307,18 @@ void RedisCluster::send_round(Lane& lane, const std::vector<RedisCommand>& comma
     }
     Status s;
     Connection* conn = connection(lane, node, &s);
-    bool ok = conn != nullptr;
-    for (size_t i = 0; ok && i < pendings.size(); ++i) {
-      const RedisCommand& command = commands[pendings[i]->index];
-      if (pendings[i]->asking && redisAppendCommand(conn->context, "ASKING") != REDIS_OK)
-        ok = false;
-      Argv argv(command.args);
-      if (ok && redisAppendCommandArgv(conn->context, argv.count(), argv.pointers.data(),
-                                       argv.lengths.data()) != REDIS_OK) {
-        ok = false;
+    if (conn != nullptr) {
+      std::vector<std::vector<std::string_view>> wire;
+      for (const Pending* p : pendings) {
+        if (p->asking) wire.push_back({"ASKING"});
+        wire.push_back(commands[p->index].args);
       }
+      s = resp_write_commands(*conn->stream, wire);
+      if (!s.ok()) s = node_error(node, s);
     }
-    int done = 0;
-    while (ok && !done) {
-      if (redisBufferWrite(conn->context, &done) != REDIS_OK) ok = false;
-    }
-    if (!ok) {
-      if (conn != nullptr) s = Status::IOError(context_error(conn->context, node));
+    if (!s.ok()) {
       for (const Pending* p : pendings) results[p->index].status = s;
-      lane.connections.erase(node);
-      mark_topology_stale();
+      drop_connection(lane, node);
       node_breaker.record(false);
       continue;
     }
@@ -355,17 +333,14 @@ void RedisCluster::send_round(Lane& lane, const std::vector<RedisCommand>& comma
         result.status = failure;
         continue;
       }
-      void* raw = nullptr;
-      if (p->asking && redisGetReply(conn->context, &raw) == REDIS_OK) {
-        freeReplyObject(raw);
-        raw = nullptr;
-      }
-      if (redisGetReply(conn->context, &raw) != REDIS_OK || raw == nullptr) {
-        failure = Status::IOError(context_error(conn->context, p->node));
+      RespReply ignored;  // ASKING's +OK
+      Status s = p->asking ? conn->reader.read({}, &ignored) : Status::Ok();
+      if (s.ok()) s = conn->reader.read({}, &result.reply);
+      if (!s.ok()) {
+        failure = node_error(p->node, s);
         result.status = failure;
         continue;
       }
-      result.reply.reset(static_cast<redisReply*>(raw));
       result.status = Status::Ok();
       bool ask = false;
       uint16_t slot = 0;
@@ -380,7 +355,9 @@ void RedisCluster::send_round(Lane& lane, const std::vector<RedisCommand>& comma
       }
     }
     breaker(pendings->front()->node).record(failure.ok());
-    if (!failure.ok()) drop_connection(lane, pendings->front()->node);
+    // A reply nobody asked for means the stream is out of step: start afresh next time.
+    if (!failure.ok() || conn->reader.has_leftover())
+      drop_connection(lane, pendings->front()->node);
   }
 }
 
@@ -402,11 +379,6 @@ void RedisCluster::transfer_round(Lane& lane, const std::string& node, bool aski
   }
   Status s;
   Connection* conn = connection(lane, node, &s);
-  // hiredis must hold nothing half-read or unsent: the socket is used directly below.
-  if (conn != nullptr && conn->context->reader->pos != conn->context->reader->len) {
-    drop_connection(lane, node);
-    conn = connection(lane, node, &s);
-  }
   if (conn == nullptr) {
     for (size_t i : round) results[i].status = s;
     node_breaker.record(false);
@@ -422,10 +394,10 @@ void RedisCluster::transfer_round(Lane& lane, const std::string& node, bool aski
       if (asking) wire.push_back({"ASKING"});
       wire.push_back(commands[round[sent]].args);
     }
-    return resp_write_commands(conn->context->fd, wire);
+    return resp_write_commands(*conn->stream, wire);
   };
   s = send_upto(std::min(round.size(), kTransferWindow));
-  RespReader reader(conn->context->fd);
+  RespReader& reader = conn->reader;
   size_t answered = 0;
   for (; s.ok() && answered < round.size(); ++answered) {
     const size_t i = round[answered];
@@ -447,8 +419,9 @@ void RedisCluster::transfer_round(Lane& lane, const std::string& node, bool aski
       redirected->push_back(i);
     }
   }
-  if (s.ok() && reader.has_leftover()) s = Status::IOError("redis " + node + ": reply out of step");
+  if (s.ok() && reader.has_leftover()) s = Status::IOError("reply out of step");
   if (!s.ok()) {
+    s = node_error(node, s);
     for (size_t k = answered; k < round.size(); ++k) results[round[k]].status = s;
     drop_connection(lane, node);
   }
@@ -521,7 +494,7 @@ std::vector<RedisResult> RedisCluster::run(const std::vector<RedisCommand>& comm
     round = std::move(redirected);
   }
   for (const Pending& p : round) {
-    results[p.index].reply.reset();
+    results[p.index].reply = RespReply{};
     results[p.index].status = Status::IOError("redis: too many redirects");
   }
   checkin(std::move(lane));
@@ -537,19 +510,14 @@ RedisResult RedisCluster::run_on_node(const std::string& node,
                                       const std::vector<std::string_view>& args) {
   RedisResult result;
   std::unique_ptr<Lane> lane = checkout();
-  Argv argv(args);
   CircuitBreaker& node_breaker = breaker(node);
   if (!node_breaker.allow()) {
     result.status = Status::IOError(std::string(kBreakerOpen) + node);
   } else if (Connection* conn = connection(*lane, node, &result.status)) {
-    void* raw =
-        redisCommandArgv(conn->context, argv.count(), argv.pointers.data(), argv.lengths.data());
-    if (raw == nullptr) {
-      result.status = Status::IOError(context_error(conn->context, node));
-      lane->connections.erase(node);
-      mark_topology_stale();
-    } else {
-      result.reply.reset(static_cast<redisReply*>(raw));
+    Status s = conn->call(args, &result.reply);
+    if (!s.ok()) {
+      result.status = node_error(node, s);
+      drop_connection(*lane, node);
     }
     node_breaker.record(result.status.ok());
   } else {

@@ -1,10 +1,12 @@
-// RedisCluster: a blocking Redis Cluster client over hiredis, the transport of the shared cache
-// tier. It routes each command by its key's hash slot (CRC16, `{hash tags}`), follows MOVED
-// and ASK redirects, refreshes the slot map with CLUSTER SLOTS, keeps one connection per node
-// in each pooled lane (so the writer thread and request threads never wait for one another),
-// reconnects after a failure, bounds every connect, read and write by a timeout, and sends a
-// batch of commands pipelined: every node's commands are written before any reply is read, so
-// a batch costs about one round trip however many nodes it touches. Thread-safe.
+// RedisCluster: a blocking Redis Cluster client, the transport of the shared cache tier. It
+// speaks RESP itself (RespWire) over plain TCP or TLS (ByteStream), routes each command by its
+// key's hash slot (CRC16, `{hash tags}`), follows MOVED and ASK redirects, refreshes the slot map
+// with CLUSTER SLOTS, keeps one connection per node in each pooled lane (so the writer thread and
+// request threads never wait for one another), reconnects after a failure, bounds every connect,
+// read and write by a timeout, and sends a batch of commands pipelined: every node's commands are
+// written before any reply is read, so a batch costs about one round trip however many nodes it
+// touches. Thread-safe. (Own client rather than hiredis: Debian's hiredis 0.14 has no TLS, and
+// copies every value.)
 #pragma once
 
 #include <chrono>
@@ -20,8 +22,7 @@
 #include "base/status.h"
 #include "cache/circuit_breaker.h"
 #include "cache/resp_wire.h"
-
-struct redisReply;
+#include "cache/tls_stream.h"
 
 namespace qmlx {
 
@@ -34,12 +35,8 @@ struct RedisClusterOptions {
   // commands fail at once), so a dead node costs a few timeouts, not one per request.
   int breaker_failures = 3;
   int breaker_cooldown_ms = 5000;
+  TlsOptions tls;  // tls.enabled: every connection is TLS (see TlsContext)
 };
-
-struct ReplyDeleter {
-  void operator()(redisReply* reply) const;
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
 // One command: its arguments, which the caller keeps alive until run() returns, and the index
 // of the argument whose slot routes it.
@@ -49,16 +46,16 @@ struct RedisCommand {
 };
 
 // The outcome of one command: a transport failure (node down, timeout, redirect loop) in
-// status, else the reply, which may itself be a Redis error (reply->type == REDIS_REPLY_ERROR).
+// status, else the reply, which may itself be a Redis error (kind == RespKind::kError).
 struct RedisResult {
   Status status;
-  ReplyPtr reply;
+  RespReply reply;
 
-  bool is_nil() const;
-  bool is_error() const;
-  // The reply's string (bulk or status), or "" for other types.
-  std::string_view str() const;
-  long long integer() const;
+  bool is_nil() const { return reply.kind == RespKind::kNil; }
+  bool is_error() const { return reply.kind == RespKind::kError; }
+  // The reply's string (bulk, status or error), or "" for other types.
+  std::string_view str() const { return reply.str(); }
+  int64_t integer() const { return reply.kind == RespKind::kInteger ? reply.integer : 0; }
 };
 
 // One command of a transfer: its arguments (large ones are sent from the caller's memory) and
@@ -68,10 +65,7 @@ struct TransferCommand {
   std::span<uint8_t> into;
 };
 
-struct TransferResult {
-  Status status;  // a transport failure; else `reply` is the answer (maybe a Redis error)
-  RespReply reply;
-};
+using TransferResult = RedisResult;
 
 class RedisCluster {
  public:
@@ -87,8 +81,8 @@ class RedisCluster {
   std::vector<RedisResult> run(const std::vector<RedisCommand>& commands);
   RedisResult run_one(const RedisCommand& command);
   // Runs commands whose keys (args[1]) all hash to one slot (a blob's parts and meta) on that
-  // slot's node, pipelined, moving large values without copies (RespWire). Flat replies only
-  // (SET, GET, UNLINK). Follows MOVED and ASK like run().
+  // slot's node, pipelined (at most two in flight), moving large values without copies: a
+  // bulk-string reply lands in its command's `into`. Follows MOVED and ASK like run().
   std::vector<TransferResult> transfer(const std::vector<TransferCommand>& commands);
   // Runs one command on one node (SCAN, DBSIZE, INFO: commands without a key).
   RedisResult run_on_node(const std::string& node, const std::vector<std::string_view>& args);
@@ -96,6 +90,8 @@ class RedisCluster {
   Status refresh_topology();
   // "host:port" of every master in the current slot map.
   std::vector<std::string> masters();
+  // Whether the options could be set up (the TLS files load): if not, every call fails with it.
+  const Status& setup_status() const { return setup_status_; }
   // Whether any node's breaker is open now, and how many times breakers have opened.
   bool any_breaker_open() const;
   uint64_t breaker_opens() const;
@@ -132,6 +128,8 @@ class RedisCluster {
   void drop_connection(Lane& lane, const std::string& node);
 
   RedisClusterOptions options_;
+  std::shared_ptr<TlsContext> tls_;  // null: plain TCP
+  Status setup_status_;
   mutable std::mutex mutex_;             // guards the slot map, the idle lanes and the breakers
   std::vector<std::string> slot_nodes_;  // 16384 entries, "" = unknown
   std::vector<std::string> known_nodes_;

@@ -1,13 +1,8 @@
 #include "cache/resp_wire.h"
 
-#include <sys/socket.h>
-#include <sys/uio.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
+#include <charconv>
 #include <cstring>
-#include <limits>
 
 namespace qmlx {
 namespace {
@@ -15,14 +10,10 @@ namespace {
 // Arguments up to this size are copied into the frame (keys, small values); larger ones are
 // sent from the caller's memory.
 constexpr size_t kCopyBelow = 4096;
-constexpr size_t kMaxIov = 512;  // under IOV_MAX (1024 on Linux)
-
-Status io_error(const char* what) {
-  const int e = errno;
-  if (e == EAGAIN || e == EWOULDBLOCK)
-    return Status::IOError(std::string("redis: ") + what + " timed out");
-  return Status::IOError(std::string("redis: ") + what + ": " + std::strerror(e));
-}
+// A bulk string kept in text grows by at most this much before its bytes have arrived.
+constexpr uint64_t kGrowStep = 1 << 20;
+// Array elements reserved before they have arrived.
+constexpr size_t kReserveElements = 1024;
 
 // A piece of the outgoing stream: a range of the frame (small pieces) or of caller memory.
 struct Piece {
@@ -31,30 +22,27 @@ struct Piece {
   size_t size;
 };
 
-Status send_all(int fd, std::vector<iovec>& iov) {
-  size_t first = 0;
-  while (first < iov.size()) {
-    msghdr message{};
-    message.msg_iov = &iov[first];
-    message.msg_iovlen = std::min(iov.size() - first, kMaxIov);
-    const ssize_t sent = sendmsg(fd, &message, MSG_NOSIGNAL);
-    if (sent < 0) {
-      if (errno == EINTR) continue;
-      return io_error("write");
-    }
-    size_t left = size_t(sent);
-    while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
-    if (left > 0) {
-      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
-      iov[first].iov_len -= left;
-    }
-  }
-  return Status::Ok();
+// A RESP integer or length: an optional '-' and 1 to 19 digits, nothing else.
+bool parse_integer(std::string_view text, int64_t* out) {
+  if (text.empty() || text.size() > 20) return false;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return error == std::errc() && end == text.data() + text.size();
+}
+
+Status protocol_error(const std::string& what) {
+  return Status::IOError("protocol error: " + what);
 }
 
 }  // namespace
 
-Status resp_write_commands(int fd, const std::vector<std::vector<std::string_view>>& commands) {
+std::string_view RespReply::str() const {
+  return kind == RespKind::kBulk || kind == RespKind::kStatus || kind == RespKind::kError
+             ? std::string_view(text)
+             : std::string_view();
+}
+
+Status resp_write_commands(ByteStream& stream,
+                           const std::vector<std::vector<std::string_view>>& commands) {
   std::string frame;
   std::vector<Piece> pieces;
   size_t frame_start = 0;  // where the current run of frame bytes began
@@ -78,13 +66,12 @@ Status resp_write_commands(int fd, const std::vector<std::vector<std::string_vie
     }
   }
   flush_frame_run();
-  std::vector<iovec> iov;
-  iov.reserve(pieces.size());
+  std::vector<std::string_view> views;
+  views.reserve(pieces.size());
   for (const Piece& p : pieces) {
-    const char* base = p.data != nullptr ? p.data : frame.data() + p.frame_offset;
-    iov.push_back({const_cast<char*>(base), p.size});
+    views.emplace_back(p.data != nullptr ? p.data : frame.data() + p.frame_offset, p.size);
   }
-  return send_all(fd, iov);
+  return stream.write_all(views);
 }
 
 Status RespReader::fill() {
@@ -93,17 +80,13 @@ Status RespReader::fill() {
     std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
     end_ -= begin_;
     begin_ = 0;
-    if (end_ == buffer_.size()) return Status::IOError("redis: reply line too long");
+    if (end_ == buffer_.size()) return protocol_error("reply line too long");
   }
-  for (;;) {
-    const ssize_t got = ::read(fd_, buffer_.data() + end_, buffer_.size() - end_);
-    if (got > 0) {
-      end_ += size_t(got);
-      return Status::Ok();
-    }
-    if (got == 0) return Status::IOError("redis: connection closed by the server");
-    if (errno != EINTR) return io_error("read");
-  }
+  size_t got = 0;
+  Status s = stream_.read_some(
+      {reinterpret_cast<uint8_t*>(buffer_.data()) + end_, buffer_.size() - end_}, &got);
+  if (s.ok()) end_ += got;
+  return s;
 }
 
 Status RespReader::read_line(std::string* line) {
@@ -126,16 +109,12 @@ Status RespReader::read_exact(uint8_t* out, uint64_t n) {
   std::memcpy(out, buffer_.data() + begin_, buffered);
   begin_ += buffered;
   uint64_t done = buffered;
-  // The rest goes straight from the socket into place.
+  // The rest goes straight from the stream into place.
   while (done < n) {
-    const ssize_t got = ::read(fd_, out + done, size_t(std::min<uint64_t>(n - done, 1ull << 30)));
-    if (got > 0) {
-      done += uint64_t(got);
-    } else if (got == 0) {
-      return Status::IOError("redis: connection closed by the server");
-    } else if (errno != EINTR) {
-      return io_error("read");
-    }
+    size_t got = 0;
+    Status s = stream_.read_some({out + done, size_t(n - done)}, &got);
+    if (!s.ok()) return s;
+    done += got;
   }
   return Status::Ok();
 }
@@ -155,55 +134,99 @@ Status RespReader::skip(uint64_t n) {
 
 Status RespReader::read(std::span<uint8_t> into, RespReply* reply) {
   *reply = RespReply{};
+  Budget budget{limits_.max_elements, limits_.max_bytes};
+  return read_value(into, 0, budget, reply);
+}
+
+Status RespReader::read_value(std::span<uint8_t> into, size_t depth, Budget& budget,
+                              RespReply* reply) {
   std::string line;
   Status s = read_line(&line);
   if (!s.ok()) return s;
-  if (line.empty()) return Status::IOError("redis: empty reply line");
+  if (line.empty()) return protocol_error("empty reply line");
   const char type = line[0];
-  std::string rest = line.substr(1);
+  std::string_view rest = std::string_view(line).substr(1);
+  int64_t number = 0;
   switch (type) {
     case '+':
       reply->kind = RespKind::kStatus;
-      reply->text = std::move(rest);
+      reply->text = rest;
       return Status::Ok();
     case '-':
       reply->kind = RespKind::kError;
-      reply->text = std::move(rest);
+      reply->text = rest;
       return Status::Ok();
     case ':':
+      if (!parse_integer(rest, &number)) return protocol_error("bad integer \"" + line + "\"");
       reply->kind = RespKind::kInteger;
-      reply->text = std::move(rest);
+      reply->integer = number;
+      reply->text = rest;
       return Status::Ok();
     case '$':
+      if (!parse_integer(rest, &number) || number < -1) {
+        return protocol_error("bad bulk length \"" + line + "\"");
+      }
+      return read_bulk(number, into, budget, reply);
+    case '*':
       break;
     default:
-      return Status::IOError("redis: unexpected reply type '" + std::string(1, type) + "'");
+      return protocol_error("unexpected reply type '" + std::string(1, type) + "'");
   }
-  if (rest == "-1") {
+  if (!parse_integer(rest, &number) || number < -1) {
+    return protocol_error("bad array length \"" + line + "\"");
+  }
+  if (number == -1) {
     reply->kind = RespKind::kNil;
     return Status::Ok();
   }
-  uint64_t length = 0;
-  if (rest.empty() || rest.size() > 19 ||
-      !std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return Status::IOError("redis: bad bulk length \"" + rest + "\"");
+  if (depth + 1 > limits_.max_depth) {
+    return protocol_error("arrays nested deeper than " + std::to_string(limits_.max_depth));
   }
-  length = std::stoull(rest);
+  if (uint64_t(number) > budget.elements) {
+    return protocol_error("array of " + std::to_string(number) + " elements is over the limit of " +
+                          std::to_string(limits_.max_elements) + " per reply");
+  }
+  budget.elements -= size_t(number);
+  reply->kind = RespKind::kArray;
+  reply->elements.reserve(std::min<size_t>(size_t(number), kReserveElements));
+  for (int64_t i = 0; i < number; ++i) {
+    s = read_value({}, depth + 1, budget, &reply->elements.emplace_back());
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+Status RespReader::read_bulk(int64_t length, std::span<uint8_t> into, Budget& budget,
+                             RespReply* reply) {
+  if (length == -1) {
+    reply->kind = RespKind::kNil;
+    return Status::Ok();
+  }
+  const uint64_t n = uint64_t(length);
   reply->kind = RespKind::kBulk;
-  reply->bulk_bytes = length;
-  if (!into.empty() && into.size() == length) {
-    s = read_exact(into.data(), length);
-  } else if (into.empty() && length <= kMaxTextBulk) {
-    reply->text.resize(size_t(length));
-    s = read_exact(reinterpret_cast<uint8_t*>(reply->text.data()), length);
+  reply->bulk_bytes = n;
+  Status s;
+  if (!into.empty()) {
+    s = into.size() == n ? read_exact(into.data(), n) : skip(n);
   } else {
-    s = skip(length);
+    if (n > budget.bytes) {
+      return protocol_error("bulk string of " + std::to_string(n) + " bytes is over the limit of " +
+                            std::to_string(limits_.max_bytes) + " per reply");
+    }
+    budget.bytes -= n;
+    // Grown as the bytes arrive: a length the server announces but never sends costs nothing.
+    for (uint64_t done = 0; s.ok() && done < n;) {
+      const uint64_t step = std::min(n - done, kGrowStep);
+      reply->text.resize(size_t(done + step));
+      s = read_exact(reinterpret_cast<uint8_t*>(reply->text.data()) + done, step);
+      done += step;
+    }
   }
   if (!s.ok()) return s;
   std::string end;
   s = read_line(&end);
   if (!s.ok()) return s;
-  if (!end.empty()) return Status::IOError("redis: bulk string not followed by CRLF");
+  if (!end.empty()) return protocol_error("bulk string not followed by CRLF");
   return Status::Ok();
 }
 

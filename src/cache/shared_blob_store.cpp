@@ -1,7 +1,5 @@
 #include "cache/shared_blob_store.h"
 
-#include <hiredis/hiredis.h>
-
 #include <algorithm>
 #include <cstring>
 #include <sstream>
@@ -11,7 +9,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Parts sent or fetched per pipelined round: bounds the bytes hiredis buffers at once.
+// Parts sent or fetched per pipelined round: bounds the replies a node holds for us at once.
 constexpr uint64_t kBytesPerRound = 64ull << 20;
 constexpr const char* kMetaMagic = "qmlx-blob1";
 constexpr const char* kRedisErrorPrefix = "redis error: ";
@@ -98,14 +96,6 @@ Status SharedBlobStore::check(const RedisResult& result, const std::string& what
   if (result.is_error()) {
     return Status::IOError(std::string(kRedisErrorPrefix) + what + ": " +
                            std::string(result.str()));
-  }
-  return Status::Ok();
-}
-
-Status SharedBlobStore::check(const TransferResult& result, const std::string& what) {
-  if (!result.status.ok()) return result.status;
-  if (result.reply.kind == RespKind::kError) {
-    return Status::IOError(std::string(kRedisErrorPrefix) + what + ": " + result.reply.text);
   }
   return Status::Ok();
 }
@@ -302,15 +292,18 @@ Status SharedBlobStore::list(const std::string& folder, std::vector<BlobInfo>* o
             cluster_.run_on_node(node, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
         Status s = check(result, "SCAN");
         if (!s.ok()) return s;
-        const redisReply* reply = result.reply.get();
-        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+        // [cursor, [key, ...]]
+        const RespReply& reply = result.reply;
+        if (reply.kind != RespKind::kArray || reply.elements.size() != 2 ||
+            reply.elements[0].kind != RespKind::kBulk ||
+            reply.elements[1].kind != RespKind::kArray) {
           return Status::IOError("shared: unexpected SCAN reply");
         }
-        cursor.assign(reply->element[0]->str, reply->element[0]->len);
-        const redisReply* keys = reply->element[1];
-        for (size_t i = 0; i < keys->elements; ++i) {
-          const std::string_view key(keys->element[i]->str, keys->element[i]->len);
-          if (!key.ends_with('}')) continue;  // a part, not a blob
+        cursor = reply.elements[0].text;
+        for (const RespReply& element : reply.elements[1].elements) {
+          const std::string_view key = element.str();
+          // A part, not a blob (or not one of ours: SCAN MATCH already filtered them).
+          if (!key.starts_with(prefix_) || !key.ends_with('}')) continue;
           names.emplace_back(key.substr(prefix_.size(), key.size() - prefix_.size() - 1));
         }
       } while (cursor != "0");
@@ -403,11 +396,10 @@ Status SharedBlobStore::index_read_many(const std::vector<std::string>& indexes,
     for (size_t i = 0; i < results.size(); ++i) {
       Status s = check(results[i], indexes[i]);
       if (!s.ok()) return s;
-      const redisReply* reply = results[i].reply.get();
-      if (reply->type != REDIS_REPLY_ARRAY) continue;
-      for (size_t f = 0; f + 1 < reply->elements; f += 2) {
-        (*out)[i].emplace_back(std::string(reply->element[f]->str, reply->element[f]->len),
-                               std::string(reply->element[f + 1]->str, reply->element[f + 1]->len));
+      // [field, value, field, value, ...]
+      const std::vector<RespReply>& fields = results[i].reply.elements;
+      for (size_t f = 0; f + 1 < fields.size(); f += 2) {
+        (*out)[i].emplace_back(fields[f].str(), fields[f + 1].str());
       }
     }
     return Status::Ok();

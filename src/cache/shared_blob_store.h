@@ -66,6 +66,9 @@ class SharedBlobStore final : public BlobStore {
   std::string meta_key(const std::string& name) const;
   std::string part_key(const std::string& name, const std::string& generation, size_t i) const;
 
+  // Why the client cannot connect at all (TLS files that do not load), or Ok.
+  const Status& setup_status() const { return cluster_.setup_status(); }
+
   SharedTierStats stats() const;
   void count_lookup();
   void count_hit();
@@ -84,7 +87,6 @@ class SharedBlobStore final : public BlobStore {
   Status guarded(Call&& call);
   Status read_meta(const std::string& name, Meta* meta);
   Status check(const RedisResult& result, const std::string& what);
-  Status check(const TransferResult& result, const std::string& what);
   std::vector<std::string_view> with_ttl(std::vector<std::string_view> args) const;
   std::string new_generation();
 

@@ -37,10 +37,16 @@ SharedTier::SharedTier(const SharedTierConfig& config, const Hash128& fingerprin
   options.cluster.timeout_ms = int(config.timeout_ms);
   options.cluster.breaker_failures = int(config.breaker_failures);
   options.cluster.breaker_cooldown_ms = int(config.breaker_cooldown_ms);
+  options.cluster.tls = {config.tls, config.tls_ca_file, config.tls_cert_file, config.tls_key_file,
+                         config.tls_server_name};
   options.fingerprint = fingerprint;
   options.part_bytes = config.part_bytes();
   options.ttl_seconds = config.ttl_seconds;
   store_ = std::make_unique<SharedBlobStore>(options);
+  // Certificates and keys that do not load fail the start, not every later call.
+  if (!store_->setup_status().ok()) {
+    throw Error("cache.shared: " + store_->setup_status().message());
+  }
 }
 
 std::string SharedTier::index_name(const Hash128& base) { return "index/" + base.hex(); }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <tuple>
 
 #include "base/error.h"
@@ -108,6 +109,10 @@ TEST(CacheConfig, DocumentedKeysAreTheKeysItReads) {
                                                   "cache.shared.password_env",
                                                   "cache.shared.username_env",
                                                   "cache.shared.tls",
+                                                  "cache.shared.tls_ca_file",
+                                                  "cache.shared.tls_cert_file",
+                                                  "cache.shared.tls_key_file",
+                                                  "cache.shared.tls_server_name",
                                                   "cache.shared.timeout_ms",
                                                   "cache.shared.read",
                                                   "cache.shared.write",
@@ -185,7 +190,6 @@ TEST(CacheConfig, EveryBadSharedValueNamesItsKey) {
       {"nodes", {"localhost:70000"}, "host:port"},
       {"nodes", {":7000"}, "host:port"},
       {"password_env", "", "non-empty string"},
-      {"tls", true, "TLS is not available in this build"},
       {"tls", "no", "true or false"},
       {"timeout_ms", 0, "[1, 60000]"},
       {"timeout_ms", 2.5, "integer"},
@@ -211,6 +215,48 @@ TEST(CacheConfig, EveryBadSharedValueNamesItsKey) {
   ParsedCacheConfig typo = parse({{"shared", {{"nodes", nodes}, {"timeout", 5}}}});
   ASSERT_EQ(typo.warnings.size(), 1u);
   EXPECT_NE(typo.warnings[0].find("cache.shared.timeout"), std::string::npos);
+}
+
+// TLS: the keys are read with tls on; each file must exist and be readable at start, a
+// certificate needs its key, and no TLS key is accepted with tls off (it would be ignored).
+TEST(CacheConfig, TlsKeysAreReadAndEveryBadOneIsAClearError) {
+  const std::string dir = ::testing::TempDir();
+  const std::string pem = dir + "/qmlx_config_test.pem";
+  std::ofstream(pem) << "-----BEGIN CERTIFICATE-----\n";
+  const json nodes = {"127.0.0.1:7000"};
+  ParsedCacheConfig parsed = parse({{"shared",
+                                     {{"nodes", nodes},
+                                      {"tls", true},
+                                      {"tls_ca_file", pem},
+                                      {"tls_cert_file", pem},
+                                      {"tls_key_file", pem},
+                                      {"tls_server_name", "redis.example.com"}}}});
+  const SharedTierConfig& s = parsed.config.shared;
+  EXPECT_TRUE(parsed.warnings.empty());
+  EXPECT_TRUE(s.tls);
+  EXPECT_EQ(s.tls_ca_file, pem);
+  EXPECT_EQ(s.tls_cert_file, pem);
+  EXPECT_EQ(s.tls_key_file, pem);
+  EXPECT_EQ(s.tls_server_name, "redis.example.com");
+  EXPECT_TRUE(parse({{"shared", {{"nodes", nodes}, {"tls", true}}}}).config.shared.tls);
+
+  const std::vector<std::tuple<std::string, json, std::string>> bad = {
+      {"tls_ca_file", {{"tls_ca_file", pem}}, "is set but tls is false"},
+      {"tls_server_name", {{"tls_server_name", "r.test"}}, "is set but tls is false"},
+      {"tls_ca_file", {{"tls", true}, {"tls_ca_file", dir + "/absent.pem"}}, "not a file"},
+      {"tls_ca_file", {{"tls", true}, {"tls_ca_file", dir}}, "not a file"},
+      {"tls_ca_file", {{"tls", true}, {"tls_ca_file", ""}}, "non-empty string"},
+      {"tls_cert_file", {{"tls", true}, {"tls_cert_file", pem}}, "needs tls_key_file"},
+      {"tls_key_file", {{"tls", true}, {"tls_key_file", pem}}, "needs tls_cert_file"},
+      {"tls_server_name", {{"tls", true}, {"tls_server_name", "a b"}}, "must be a host name"},
+      {"tls_server_name", {{"tls", true}, {"tls_server_name", 5}}, "non-empty string"}};
+  for (const auto& [key, values, what] : bad) {
+    json shared = values;
+    shared["nodes"] = nodes;
+    const std::string message = error_of({{"shared", shared}});
+    EXPECT_NE(message.find("cache.shared." + key), std::string::npos) << key << ": " << message;
+    EXPECT_NE(message.find(what), std::string::npos) << key << ": " << message;
+  }
 }
 
 TEST(CacheConfig, UnknownKeysBecomeWarnings) {

@@ -268,6 +268,17 @@ TEST_F(OptionsTest, ConfigKeysHelpListsEveryAcceptedKey) {
       document["cache"]["shared"]["nodes"] = {"127.0.0.1:7000"};
       document["cache"]["shared"]["password_env"] = "QMLX_REDIS_PASSWORD";
       if (key.name == "cache.shared.nodes") value = {"127.0.0.1:7001"};
+      // The TLS keys need tls on, a certificate its key, and files that can be read.
+      if (key.name.starts_with("cache.shared.tls_")) {
+        document["cache"]["shared"]["tls"] = true;
+        if (key.name.ends_with("_file")) {
+          const std::string pem = ::testing::TempDir() + "/qmlx_options_test.pem";
+          std::ofstream(pem) << "PEM\n";
+          value = pem;
+          document["cache"]["shared"]["tls_cert_file"] = pem;
+          document["cache"]["shared"]["tls_key_file"] = pem;
+        }
+      }
     }
     document[nlohmann::json::json_pointer(path)] = value;
     ServerOptions options;

@@ -1,6 +1,7 @@
 // A real 3-master Redis Cluster on loopback for the shared-tier tests, started and stopped
-// with tests/e2e/shared/redis_cluster.sh (the e2e tests use the same script). Tests that need
-// one are skipped, with a message, where redis-server is not installed.
+// with tests/e2e/shared/redis_cluster.sh (the e2e tests use the same script), speaking plain
+// TCP or TLS only (a throwaway CA the script makes). Tests that need one are skipped, with a
+// message, where redis-server is not installed.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,18 +9,20 @@
 #include <array>
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "cache/redis_cluster.h"
 #include "fake_session.h"
 
 namespace qmlx::test {
 
 class LocalRedisCluster {
  public:
-  LocalRedisCluster() {
-    const std::string out = run("start " + dir_.path() + "/cluster 3");
+  explicit LocalRedisCluster(bool tls = false) : tls_(tls) {
+    const std::string out = run("start " + dir_.path() + "/cluster 3" + (tls ? " --tls" : ""));
     std::stringstream in(out);
     std::string node;
     while (std::getline(in, node, ',')) {
@@ -32,12 +35,28 @@ class LocalRedisCluster {
   static bool available() { return std::system("command -v redis-server >/dev/null 2>&1") == 0; }
 
   const std::vector<std::string>& nodes() const { return nodes_; }
+  // A file of the TLS cluster's throwaway PKI ("ca.crt", "client.key"...: see the script).
+  std::string tls_file(const std::string& name) const {
+    return dir_.path() + "/cluster/tls/" + name;
+  }
+  // Client options for this cluster: TLS trusting its CA where it speaks TLS.
+  RedisClusterOptions client_options(int timeout_ms = 1000) const {
+    RedisClusterOptions o;
+    o.seeds = nodes_;
+    o.timeout_ms = timeout_ms;
+    if (tls_) {
+      o.tls.enabled = true;
+      o.tls.ca_file = tls_file("ca.crt");
+    }
+    return o;
+  }
   // Stops node i at once (SIGKILL).
   void kill(int i) { run("kill " + dir_.path() + "/cluster " + std::to_string(i)); }
   // Runs redis-cli against node i (cluster mode: follows redirects) and returns its output.
   std::string cli(int i, const std::string& args) const {
     const std::string port = nodes_.at(size_t(i)).substr(nodes_.at(size_t(i)).rfind(':') + 1);
-    return capture("redis-cli -c -p " + port + " " + args + " 2>&1");
+    const std::string tls = tls_ ? "--tls --cacert " + tls_file("ca.crt") + " " : "";
+    return capture("redis-cli " + tls + "-c -p " + port + " " + args + " 2>&1");
   }
 
  private:
@@ -55,6 +74,7 @@ class LocalRedisCluster {
     return capture(std::string("bash ") + QMLX_REDIS_CLUSTER_SCRIPT + " " + args);
   }
 
+  bool tls_;
   TempDir dir_;
   std::vector<std::string> nodes_;
 };
@@ -68,6 +88,30 @@ namespace qmlx::test {
 inline LocalRedisCluster& shared_cluster() {
   static LocalRedisCluster cluster;
   return cluster;
+}
+
+// The TLS cluster the TLS tests share (a second one: its start costs a few seconds more).
+inline LocalRedisCluster& shared_tls_cluster() {
+  static LocalRedisCluster cluster(true);
+  return cluster;
+}
+
+// n reproducible random bytes (blob contents).
+inline std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> out(n);
+  for (uint8_t& b : out) b = uint8_t(rng());
+  return out;
+}
+
+// Options for a client of the given seeds (plain TCP).
+inline RedisClusterOptions options_for_seeds(std::vector<std::string> seeds, int timeout_ms,
+                                             std::string password = "") {
+  RedisClusterOptions o;
+  o.seeds = std::move(seeds);
+  o.password = std::move(password);
+  o.timeout_ms = timeout_ms;
+  return o;
 }
 
 #define QMLX_REQUIRE_REDIS()                                                        \

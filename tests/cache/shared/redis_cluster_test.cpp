@@ -43,7 +43,7 @@ TEST(RedisClusterTest, KeySlotAgreesWithTheServer) {
 
 TEST(RedisClusterTest, RoutesPipelinedCommandsToEveryMaster) {
   QMLX_REQUIRE_REDIS();
-  RedisCluster cluster({{shared_cluster().nodes().front()}, "", "", 1000});
+  RedisCluster cluster(test::options_for_seeds({shared_cluster().nodes().front()}, 1000));
   EXPECT_EQ(cluster.masters().size(), 3u);
   std::vector<std::string> keys, values;
   for (int i = 0; i < 60; ++i) {
@@ -99,7 +99,7 @@ SlotPlan plan_slots(const test::LocalRedisCluster& local) {
 TEST(RedisClusterTest, FollowsMovedAfterASlotMigrates) {
   QMLX_REQUIRE_REDIS();
   auto& local = shared_cluster();
-  RedisCluster cluster({local.nodes(), "", "", 1000});
+  RedisCluster cluster(local.client_options());
   const SlotPlan plan = plan_slots(local);
   ASSERT_GE(plan.first_slot, 0);
   const int first_slot = plan.first_slot;
@@ -119,8 +119,8 @@ TEST(RedisClusterTest, FollowsMovedAfterASlotMigrates) {
 }
 
 // While a slot migrates, its old owner answers ASK for keys it no longer has; the client must
-// ask the new owner with ASKING first, for this command only (both the hiredis path and the
-// zero-copy transfer path).
+// ask the new owner with ASKING first, for this command only (both the pipelined run() path and
+// the zero-copy transfer path).
 TEST(RedisClusterTest, FollowsAskWhileASlotIsMigrating) {
   QMLX_REQUIRE_REDIS();
   auto& local = shared_cluster();
@@ -129,7 +129,7 @@ TEST(RedisClusterTest, FollowsAskWhileASlotIsMigrating) {
   const std::string slot = std::to_string(plan.last_slot);
   ASSERT_EQ(local.cli(1, "cluster setslot " + slot + " importing " + plan.from_id), "OK\n");
   ASSERT_EQ(local.cli(0, "cluster setslot " + slot + " migrating " + plan.to_id), "OK\n");
-  RedisCluster cluster({local.nodes(), "", "", 1000});
+  RedisCluster cluster(local.client_options());
   const std::string key = key_in_slot(uint16_t(plan.last_slot), "ask-");
   RedisResult set = cluster.run_one({{"SET", key, "written during the migration"}});
   ASSERT_TRUE(set.status.ok()) << set.status.ToString();
@@ -163,7 +163,7 @@ TEST(RedisClusterTest, FollowsAskWhileASlotIsMigrating) {
 
 TEST(RedisClusterTest, AuthFailureIsAClearError) {
   QMLX_REQUIRE_REDIS();
-  RedisCluster cluster({shared_cluster().nodes(), "", "not-the-password", 1000});
+  RedisCluster cluster(test::options_for_seeds(shared_cluster().nodes(), 1000, "not-the-password"));
   RedisResult r = cluster.run_one({{"GET", "k"}});
   EXPECT_FALSE(r.status.ok());
   EXPECT_NE(r.status.message().find("AUTH"), std::string::npos) << r.status.ToString();
@@ -171,7 +171,7 @@ TEST(RedisClusterTest, AuthFailureIsAClearError) {
 
 TEST(RedisClusterTest, UnreachableNodeFailsWithinTheTimeout) {
   // A port nothing listens on: refused at once; the whole call stays well under a second.
-  RedisCluster cluster({{"127.0.0.1:1"}, "", "", 200});
+  RedisCluster cluster(test::options_for_seeds({"127.0.0.1:1"}, 200));
   const auto start = std::chrono::steady_clock::now();
   RedisResult r = cluster.run_one({{"GET", "k"}});
   EXPECT_FALSE(r.status.ok());

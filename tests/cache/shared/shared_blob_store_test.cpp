@@ -10,18 +10,12 @@
 namespace qmlx {
 namespace {
 
+using test::random_bytes;
 using test::shared_cluster;
-
-std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> out(n);
-  for (uint8_t& b : out) b = uint8_t(rng());
-  return out;
-}
 
 SharedStoreOptions options_for(const std::vector<std::string>& nodes, uint64_t model) {
   SharedStoreOptions o;
-  o.cluster = {nodes, "", "", 1000};
+  o.cluster = test::options_for_seeds(nodes, 1000);
   o.fingerprint = Hash128{model, ~model};
   o.part_bytes = 1000;  // small parts: a few KB already spans several
   o.ttl_seconds = 3600;

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 
+#include "base/error.h"
 #include "cache/admin.h"
 #include "cache/prefix_cache.h"
 #include "cache_fixture.h"
@@ -94,6 +97,47 @@ TEST_F(SharedTierTest, AnotherServerRestoresFromTheSharedTierAndKeepsItOnDisk) {
   r = restore(*b, turn2);
   EXPECT_EQ(r.tier, "disk");
   EXPECT_EQ(b->stats().shared.hits, 0u);
+}
+
+// The config's TLS keys reach the client: two servers share a cluster that speaks TLS only.
+TEST_F(SharedTierTest, AnotherServerRestoresOverTls) {
+  if (std::system("command -v openssl >/dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl";
+  auto& tls = test::shared_tls_cluster();
+  auto tls_cache = [&](const test::TempDir& dir) {
+    CacheConfig c = config(dir, tls.nodes());
+    c.shared.tls = true;
+    c.shared.tls_ca_file = tls.tls_file("ca.crt");
+    c.shared.tls_server_name = "redis.test";
+    return std::make_unique<PrefixCache>(c, fingerprint_, layout_);
+  };
+  const std::vector<int32_t> turn1 = make_tokens(3, 75);
+  const std::vector<int32_t> turn2 = concat(turn1, make_tokens(4, 20));
+  auto a = tls_cache(disk_a_);
+  capture(*a, turn1);
+  EXPECT_GT(a->stats().shared.blobs_written, 0u);
+  auto b = tls_cache(disk_b_);
+  RestoreResult r = restore(*b, turn2);
+  ASSERT_TRUE(r.hit);
+  EXPECT_EQ(r.tier, "shared");
+  EXPECT_EQ(r.cached_tokens, 75);
+  EXPECT_TRUE(b->stats().shared.errors.empty());
+}
+
+// TLS files that pass the config's checks (they exist) but that OpenSSL cannot load stop the
+// start with an error naming the key, instead of failing every call later.
+TEST_F(SharedTierTest, TlsFilesThatDoNotLoadFailTheStart) {
+  CacheConfig c = config(disk_a_);
+  c.shared.tls = true;
+  c.shared.tls_ca_file = disk_a_.path() + "/not-a-ca.pem";
+  std::ofstream(c.shared.tls_ca_file) << "not a certificate\n";
+  try {
+    SharedTier tier(c.shared, fingerprint_);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cache.shared: tls_ca_file " + c.shared.tls_ca_file),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(SharedTierTest, AnAttentionOnlyChunkBoundaryFromTheSharedTierIsKeptOnDisk) {
