@@ -225,7 +225,7 @@ function report(o, results, nodes) {
   ];
   for (const { policy, summary: s } of results) {
     const tiers = Object.entries(s.tiers).map(([k, v]) => `${k} ${v}`).join(', ');
-    lines.push(`| ${policy} | ${s.turns} (${s.errors}) | ${fmt(s.hitRate * 100)}% | ${tiers} | ` +
+    lines.push(`| ${policy} | ${s.turns} (${s.errors}) | ${fmt(s.hitRate * 100)}% | ${fmt(s.restoredShare * 100)}% | ${tiers} | ` +
       `${fmt(s.prefillOverNew, 2)} | ${fmt(s.ttftP50Ms)} / ${fmt(s.ttftP95Ms)} | ` +
       `${fmt(s.firstTurnTtftP50Ms)} | ${mb(s.sharedBytes)} MB | ${mb(s.localDiskBytes)} MB | ` +
       `${fmt(s.wallSeconds)} |`);
