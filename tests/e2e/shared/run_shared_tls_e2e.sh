@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# End-to-end test of the shared tier over TLS (issue 15, item 1): real `qmlx serve` processes
+# configured only by cache_config.json's TLS keys, against a TLS-only 3-master Redis Cluster
+# with a throwaway CA (redis_cluster.sh --tls), temperature 0:
+#   1. turn 1 on server A; turn 2 on server B (empty disk) HITs from the shared tier over TLS
+#      with the tokens of a cold server, and the log line says tier=shared
+#   2. a server whose tls_server_name the certificate does not name refuses the tier, counts the
+#      errors, and still answers with the cold tokens
+# Usage: run_shared_tls_e2e.sh QMLX_BINARY WORK_DIR
+set -euo pipefail
+qmlx=$1
+work=$2
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work"
+mkdir -p "$work"
+source "$here/../cache/serve_helpers.sh"  # py, fail, free_port, wait_healthy
+cluster="$here/redis_cluster.sh"
+declare -A pids=() ports=() metrics=()
+
+cleanup() {
+  for name in "${!pids[@]}"; do kill "${pids[$name]}" 2>/dev/null || true; done
+  bash "$cluster" stop "$work/redis" || true
+}
+trap cleanup EXIT
+
+nodes=$(bash "$cluster" start "$work/redis" 3 --tls)
+[[ -n $nodes ]] || fail "no TLS cluster"
+nodes_json=$($py -c 'import json,sys; print(json.dumps(sys.argv[1].split(",")))' "$nodes")
+ca=$work/redis/tls/ca.crt
+[[ -f $ca ]] || fail "the TLS cluster made no CA at $ca"
+
+"$qmlx" make-model --out "$work/model" --arch qwen3_5 --seed 31 >/dev/null
+config() {  # config NAME [SERVER_NAME]
+  local name_key=""
+  [[ -n ${2:-} ]] && name_key=", \"tls_server_name\": \"$2\""
+  echo "{\"cache\": {\"disk_cache_dir\": \"$work/disk-$1\", \"chunk_tokens\": 32, \"fsync\": false,
+         \"shared\": {\"nodes\": $nodes_json, \"timeout_ms\": 500, \"tls\": true,
+                      \"tls_ca_file\": \"$ca\"$name_key}}}" >"$work/$1.json"
+  echo "$work/$1.json"
+}
+echo '{"cache": {"memory_prefix_cache": false, "disk_kv_cache": false}}' >"$work/cold.json"
+
+start() {  # start NAME CONFIG
+  local name=$1
+  ports[$name]=$(free_port)
+  metrics[$name]=$(free_port)
+  "$qmlx" serve --model "$work/model" --cache-config "$2" --port "${ports[$name]}" \
+    --metrics-port "${metrics[$name]}" 2>"$work/$name.log" &
+  pids[$name]=$!
+  wait_healthy "${ports[$name]}" "${pids[$name]}" "$work/$name.log"
+}
+stop() {
+  kill -TERM "${pids[$1]}"
+  wait "${pids[$1]}" || fail "$1 did not exit 0 on SIGTERM"
+  unset "pids[$1]"
+}
+chat() { $py "$here/chat.py" "${ports[$1]}" "${@:2}"; }  # chat NAME TURN [REPLY1]
+metric() {  # metric NAME FAMILY_AND_LABELS: its value (0 when absent)
+  curl -s "http://127.0.0.1:${metrics[$1]}/metrics" |
+    awk -v m="$2" '$1 == m { print $2; found = 1 } END { if (!found) print 0 }'
+}
+
+start cold "$work/cold.json"
+read -r status _ _ cold1 < <(chat cold 1)
+[[ $status == 200 ]] || fail "cold turn 1: $status"
+read -r status _ _ cold2 < <(chat cold 2 "$cold1")
+[[ $status == 200 ]] || fail "cold turn 2: $status"
+stop cold
+
+# 1. Turn 1 on A, turn 2 on B from the shared tier, over TLS.
+start A "$(config A)"
+read -r status cached _ text < <(chat A 1)
+[[ $status == 200 && $cached == 0 && $text == "$cold1" ]] || fail "A turn 1: $status $cached $text"
+for _ in $(seq 1 100); do
+  [[ $(metric A 'qmlx_shared_tier_bytes_total{direction="written"}') != 0 ]] && break
+  sleep 0.1
+done
+[[ $(metric A 'qmlx_shared_tier_bytes_total{direction="written"}') != 0 ]] ||
+  fail "A published nothing over TLS: $(tail -5 "$work/A.log")"
+start B "$(config B)"
+read -r status cached tier text < <(chat B 2 "$cold1")
+[[ $status == 200 && $cached -gt 0 && $tier == shared ]] || fail "B turn 2 not from shared: $status $cached $tier"
+[[ $text == "$cold2" ]] || fail "B turn 2 answer differs from cold: $text vs $cold2"
+grep -Eq "HIT cached=$cached prefill=[0-9]+ .*tier=shared" "$work/B.log" || fail "B log line lacks tier=shared"
+echo "ok TLS: turn 2 on another server HITs from the shared tier ($cached tokens), cold answer"
+
+# 2. A certificate that does not name the server: no restore from the tier, errors counted,
+# the cold answer all the same.
+start W "$(config W wrong.example)"
+read -r status cached tier text < <(chat W 2 "$cold1")
+[[ $status == 200 && $tier != shared && $text == "$cold2" ]] ||
+  fail "wrong server name: $status $cached $tier $text"
+errors=$(curl -s "http://127.0.0.1:${metrics[W]}/metrics" | awk '/^qmlx_shared_tier_errors_total/ { s += $2 } END { print s + 0 }')
+[[ $errors -gt 0 ]] || fail "wrong server name: no shared-tier error counted"
+grep -q "wrong.example\|certificate" "$work/W.log" || fail "wrong server name: nothing logged"
+echo "ok TLS: a certificate that does not name the server is refused ($errors errors), cold answer"
