@@ -187,7 +187,6 @@ RestoreOutcome PrefixCache::restore_point(const ResumePoint& point, std::span<co
       shared_->forget(point.base, point.id);
     }
   } else if (!from_shared.empty()) {
-    shared_->store().count_hit();
     adopt_from_shared(point, from_shared);
   }
   return outcome;
@@ -205,6 +204,7 @@ RestoreResult PrefixCache::restore(std::span<const int32_t> prompt, StateSink& s
   const auto start = Clock::now();
   std::vector<ResumePoint> points = lookup(prompt);
   if (shared_ && shared_->reads()) {
+    if (!options.quiet) shared_->store().count_lookup();  // idle work is not counted
     for (const ResumePoint& remote : shared_->resume_points(
              prompt, fingerprint_, config_.chunk_tokens, layout_.has_recurrent_state())) {
       const bool local = std::any_of(points.begin(), points.end(), [&](const ResumePoint& p) {
@@ -261,6 +261,7 @@ RestoreResult PrefixCache::restore(std::span<const int32_t> prompt, StateSink& s
   if (options.quiet) return result;
   if (result.hit) {
     metrics_.count_hit(result.cached_tokens, result.tier);
+    if (result.tier == "shared") shared_->store().count_hit();
     if (result.tier != kSessionTier) {
       metrics_.observe_restore(seconds_since(start), result.bytes_read);
     }

@@ -54,7 +54,6 @@ std::string SharedTier::index_name(const Hash128& base) { return "index/" + base
 std::vector<ResumePoint> SharedTier::resume_points(std::span<const int32_t> prompt,
                                                    const Hash128& fingerprint, int chunk_tokens,
                                                    bool hybrid) {
-  store_->count_lookup();
   const std::vector<Hash128> chain = chain_hashes(fingerprint, prompt, chunk_tokens);
   const int64_t length = int64_t(prompt.size());
   std::vector<std::string> names;

@@ -166,6 +166,22 @@ TEST_F(SharedTierTest, AnAttentionOnlyChunkBoundaryFromTheSharedTierIsKeptOnDisk
   EXPECT_EQ(r.cached_tokens, 64);
 }
 
+TEST_F(SharedTierTest, IdleRestoresAreNotCountedAsLookupsOrHits) {
+  const std::vector<int32_t> turn1 = make_tokens(21, 75);
+  auto a = open(disk_a_);
+  capture(*a, turn1);
+  auto b = open(disk_b_);
+  FakeSession sink(layout_);
+  RestoreOptions idle;
+  idle.quiet = true;  // the idle canonical-history pre-fill restores this way
+  ASSERT_TRUE(b->restore(turn1, sink, idle).hit);
+  EXPECT_EQ(b->stats().shared.lookups, 0u);
+  EXPECT_EQ(b->stats().shared.hits, 0u);
+  FakeSession counted(layout_);
+  ASSERT_TRUE(b->restore(concat(turn1, {7}), counted).hit);
+  EXPECT_EQ(b->stats().shared.lookups, 1u);
+}
+
 TEST_F(SharedTierTest, AFleetStoresEachChunkOnce) {
   const std::vector<int32_t> turn1 = make_tokens(3, 70);  // 4 full chunks of 16
   const std::vector<int32_t> turn2 = concat(turn1, make_tokens(4, 40));

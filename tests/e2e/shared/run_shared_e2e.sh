@@ -88,7 +88,8 @@ read -r status cached tier text < <(chat B 2 "$cold1")
 [[ $status == 200 && $cached -gt 0 && $tier == shared ]] || fail "B turn 2 not from shared: $status $cached $tier"
 [[ $text == "$cold2" ]] || fail "B turn 2 answer differs from cold: $text vs $cold2"
 grep -Eq "uid=1 HIT cached=$cached prefill=[0-9]+ .*tier=shared" "$work/B.log" || fail "B log line lacks tier=shared"
-[[ $(metric B qmlx_shared_tier_hits_total) == 1 ]] || fail "B shared hit not counted"
+hits=$(metric B qmlx_shared_tier_hits_total)
+[[ $hits == 1 ]] || fail "B shared hit not counted: qmlx_shared_tier_hits_total=$hits"
 echo "ok turn 2 on another server: HIT from shared ($cached tokens), cold answer"
 
 # 2. A restarted with an empty disk resumes warm.
