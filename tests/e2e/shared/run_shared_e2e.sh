@@ -15,14 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"
 mkdir -p "$work"
 source "$here/../cache/serve_helpers.sh"  # py, fail, free_port, wait_healthy
-cluster="$here/redis_cluster.sh"
-declare -A pids=() ports=() metrics=()
-
-cleanup() {
-  for name in "${!pids[@]}"; do kill "${pids[$name]}" 2>/dev/null || true; done
-  bash "$cluster" stop "$work/redis" || true
-}
-trap cleanup EXIT
+source "$here/servers.sh"  # start, stop, chat, metric, wait_published; cleanup on exit
 
 nodes=$(bash "$cluster" start "$work/redis" 3)
 [[ -n $nodes ]] || fail "no cluster"
@@ -42,33 +35,6 @@ config() {  # config NAME [LOCAL_TIERS]: its own disk and the shared tier on (LO
 }
 echo '{"cache": {"memory_prefix_cache": false, "disk_kv_cache": false}}' >"$work/cold.json"
 
-start() {  # start NAME MODEL CONFIG
-  local name=$1
-  ports[$name]=$(free_port)
-  metrics[$name]=$(free_port)
-  "$qmlx" serve --model "$2" --cache-config "$3" --port "${ports[$name]}" \
-    --metrics-port "${metrics[$name]}" --api-key k 2>"$work/$name.log" &
-  pids[$name]=$!
-  wait_healthy "${ports[$name]}" "${pids[$name]}" "$work/$name.log"
-}
-stop() {
-  kill -TERM "${pids[$1]}"
-  wait "${pids[$1]}" || fail "$1 did not exit 0 on SIGTERM"
-  unset "pids[$1]"
-}
-chat() { $py "$here/chat.py" "${ports[$1]}" "${@:2}"; }  # chat NAME TURN [REPLY1]
-metric() {  # metric NAME FAMILY_AND_LABELS: its value (0 when absent)
-  curl -s "http://127.0.0.1:${metrics[$1]}/metrics" |
-    awk -v m="$2" '$1 == m { print $2; found = 1 } END { if (!found) print 0 }'
-}
-# Waits until server NAME's writer has published something to the shared tier.
-wait_published() {
-  for _ in $(seq 1 100); do
-    [[ $(metric "$1" 'qmlx_shared_tier_bytes_total{direction="written"}') != 0 ]] && return 0
-    sleep 0.1
-  done
-  fail "$1 published nothing to the shared tier"
-}
 
 # Cold references: no cache at all.
 start cold "$work/model" "$work/cold.json"

@@ -14,14 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"
 mkdir -p "$work"
 source "$here/../cache/serve_helpers.sh"  # py, fail, free_port, wait_healthy
-cluster="$here/redis_cluster.sh"
-declare -A pids=() ports=() metrics=()
-
-cleanup() {
-  for name in "${!pids[@]}"; do kill "${pids[$name]}" 2>/dev/null || true; done
-  bash "$cluster" stop "$work/redis" || true
-}
-trap cleanup EXIT
+source "$here/servers.sh"  # start, stop, chat, metric, wait_published; cleanup on exit
 
 nodes=$(bash "$cluster" start "$work/redis" 3 --tls)
 [[ -n $nodes ]] || fail "no TLS cluster"
@@ -40,27 +33,7 @@ config() {  # config NAME [SERVER_NAME]
 }
 echo '{"cache": {"memory_prefix_cache": false, "disk_kv_cache": false}}' >"$work/cold.json"
 
-start() {  # start NAME CONFIG
-  local name=$1
-  ports[$name]=$(free_port)
-  metrics[$name]=$(free_port)
-  "$qmlx" serve --model "$work/model" --cache-config "$2" --port "${ports[$name]}" \
-    --metrics-port "${metrics[$name]}" 2>"$work/$name.log" &
-  pids[$name]=$!
-  wait_healthy "${ports[$name]}" "${pids[$name]}" "$work/$name.log"
-}
-stop() {
-  kill -TERM "${pids[$1]}"
-  wait "${pids[$1]}" || fail "$1 did not exit 0 on SIGTERM"
-  unset "pids[$1]"
-}
-chat() { $py "$here/chat.py" "${ports[$1]}" "${@:2}"; }  # chat NAME TURN [REPLY1]
-metric() {  # metric NAME FAMILY_AND_LABELS: its value (0 when absent)
-  curl -s "http://127.0.0.1:${metrics[$1]}/metrics" |
-    awk -v m="$2" '$1 == m { print $2; found = 1 } END { if (!found) print 0 }'
-}
-
-start cold "$work/cold.json"
+start cold "$work/model" "$work/cold.json"
 read -r status _ _ cold1 < <(chat cold 1)
 [[ $status == 200 ]] || fail "cold turn 1: $status"
 read -r status _ _ cold2 < <(chat cold 2 "$cold1")
@@ -68,16 +41,11 @@ read -r status _ _ cold2 < <(chat cold 2 "$cold1")
 stop cold
 
 # 1. Turn 1 on A, turn 2 on B from the shared tier, over TLS.
-start A "$(config A)"
+start A "$work/model" "$(config A)"
 read -r status cached _ text < <(chat A 1)
 [[ $status == 200 && $cached == 0 && $text == "$cold1" ]] || fail "A turn 1: $status $cached $text"
-for _ in $(seq 1 100); do
-  [[ $(metric A 'qmlx_shared_tier_bytes_total{direction="written"}') != 0 ]] && break
-  sleep 0.1
-done
-[[ $(metric A 'qmlx_shared_tier_bytes_total{direction="written"}') != 0 ]] ||
-  fail "A published nothing over TLS: $(tail -5 "$work/A.log")"
-start B "$(config B)"
+wait_published A
+start B "$work/model" "$(config B)"
 read -r status cached tier text < <(chat B 2 "$cold1")
 [[ $status == 200 && $cached -gt 0 && $tier == shared ]] || fail "B turn 2 not from shared: $status $cached $tier"
 [[ $text == "$cold2" ]] || fail "B turn 2 answer differs from cold: $text vs $cold2"
@@ -86,7 +54,7 @@ echo "ok TLS: turn 2 on another server HITs from the shared tier ($cached tokens
 
 # 2. A certificate that does not name the server: no restore from the tier, errors counted,
 # the cold answer all the same.
-start W "$(config W wrong.example)"
+start W "$work/model" "$(config W wrong.example)"
 read -r status cached tier text < <(chat W 2 "$cold1")
 [[ $status == 200 && $tier != shared && $text == "$cold2" ]] ||
   fail "wrong server name: $status $cached $tier $text"
