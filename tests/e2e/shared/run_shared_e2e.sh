@@ -33,27 +33,11 @@ config() {  # config NAME [LOCAL_TIERS]: its own disk and the shared tier on (LO
          \"breaker_cooldown_ms\": 1000}}}" >"$work/$1.json"
   echo "$work/$1.json"
 }
-echo '{"cache": {"memory_prefix_cache": false, "disk_kv_cache": false}}' >"$work/cold.json"
-
-
 # Cold references: no cache at all.
-start cold "$work/model" "$work/cold.json"
-read -r status _ _ cold1 < <(chat cold 1)
-[[ $status == 200 ]] || fail "cold turn 1: $status"
-read -r status _ _ cold2 < <(chat cold 2 "$cold1")
-[[ $status == 200 ]] || fail "cold turn 2: $status"
-stop cold
+cold_references "$work/model"
 
 # 1. Turn 1 on A, turn 2 on B from the shared tier.
-start A "$work/model" "$(config A)"
-read -r status cached _ text < <(chat A 1)
-[[ $status == 200 && $cached == 0 && $text == "$cold1" ]] || fail "A turn 1: $status $cached $text vs $cold1"
-wait_published A
-start B "$work/model" "$(config B)"
-read -r status cached tier text < <(chat B 2 "$cold1")
-[[ $status == 200 && $cached -gt 0 && $tier == shared ]] || fail "B turn 2 not from shared: $status $cached $tier"
-[[ $text == "$cold2" ]] || fail "B turn 2 answer differs from cold: $text vs $cold2"
-grep -Eq "uid=1 HIT cached=$cached prefill=[0-9]+ .*tier=shared" "$work/B.log" || fail "B log line lacks tier=shared"
+turn_2_on_another "$work/model" "$(config A)" "$(config B)"
 hits=$(metric B qmlx_shared_tier_hits_total)
 [[ $hits == 1 ]] || fail "B shared hit not counted: qmlx_shared_tier_hits_total=$hits"
 echo "ok turn 2 on another server: HIT from shared ($cached tokens), cold answer"

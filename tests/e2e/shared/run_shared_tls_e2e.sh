@@ -31,25 +31,10 @@ config() {  # config NAME [SERVER_NAME]
                       \"tls_ca_file\": \"$ca\"$name_key}}}" >"$work/$1.json"
   echo "$work/$1.json"
 }
-echo '{"cache": {"memory_prefix_cache": false, "disk_kv_cache": false}}' >"$work/cold.json"
-
-start cold "$work/model" "$work/cold.json"
-read -r status _ _ cold1 < <(chat cold 1)
-[[ $status == 200 ]] || fail "cold turn 1: $status"
-read -r status _ _ cold2 < <(chat cold 2 "$cold1")
-[[ $status == 200 ]] || fail "cold turn 2: $status"
-stop cold
+cold_references "$work/model"
 
 # 1. Turn 1 on A, turn 2 on B from the shared tier, over TLS.
-start A "$work/model" "$(config A)"
-read -r status cached _ text < <(chat A 1)
-[[ $status == 200 && $cached == 0 && $text == "$cold1" ]] || fail "A turn 1: $status $cached $text"
-wait_published A
-start B "$work/model" "$(config B)"
-read -r status cached tier text < <(chat B 2 "$cold1")
-[[ $status == 200 && $cached -gt 0 && $tier == shared ]] || fail "B turn 2 not from shared: $status $cached $tier"
-[[ $text == "$cold2" ]] || fail "B turn 2 answer differs from cold: $text vs $cold2"
-grep -Eq "HIT cached=$cached prefill=[0-9]+ .*tier=shared" "$work/B.log" || fail "B log line lacks tier=shared"
+turn_2_on_another "$work/model" "$(config A)" "$(config B)"
 echo "ok TLS: turn 2 on another server HITs from the shared tier ($cached tokens), cold answer"
 
 # 2. A certificate that does not name the server: no restore from the tier, errors counted,
@@ -60,5 +45,5 @@ read -r status cached tier text < <(chat W 2 "$cold1")
   fail "wrong server name: $status $cached $tier $text"
 errors=$(curl -s "http://127.0.0.1:${metrics[W]}/metrics" | awk '/^qmlx_shared_tier_errors_total/ { s += $2 } END { print s + 0 }')
 [[ $errors -gt 0 ]] || fail "wrong server name: no shared-tier error counted"
-grep -q "wrong.example\|certificate" "$work/W.log" || fail "wrong server name: nothing logged"
+grep -q "shared tier" "$work/W.log" || fail "wrong server name: nothing logged"
 echo "ok TLS: a certificate that does not name the server is refused ($errors errors), cold answer"

@@ -41,3 +41,34 @@ wait_published() {
   done
   fail "$1 published nothing to the shared tier"
 }
+
+# The cold references: turns 1 and 2 from a server of MODEL with no cache, into $cold1, $cold2.
+cold_references() {
+  local status
+  echo '{"cache": {"memory_prefix_cache": false, "disk_kv_cache": false}}' >"$work/cold.json"
+  start cold "$1" "$work/cold.json"
+  read -r status _ _ cold1 < <(chat cold 1)
+  [[ $status == 200 ]] || fail "cold turn 1: $status"
+  read -r status _ _ cold2 < <(chat cold 2 "$cold1")
+  [[ $status == 200 ]] || fail "cold turn 2: $status"
+  stop cold
+}
+
+# turn_2_on_another MODEL CONFIG_A CONFIG_B: turn 1 on server A, then turn 2 on server B (an
+# empty disk) must HIT from the shared tier with the cold answer and say tier=shared in its log
+# line; leaves A and B running and the restored token count in $cached.
+turn_2_on_another() {
+  local status tier text
+  start A "$1" "$2"
+  read -r status cached _ text < <(chat A 1)
+  [[ $status == 200 && $cached == 0 && $text == "$cold1" ]] ||
+    fail "A turn 1: $status $cached $text vs $cold1"
+  wait_published A
+  start B "$1" "$3"
+  read -r status cached tier text < <(chat B 2 "$cold1")
+  [[ $status == 200 && $cached -gt 0 && $tier == shared ]] ||
+    fail "B turn 2 not from shared: $status $cached $tier"
+  [[ $text == "$cold2" ]] || fail "B turn 2 answer differs from cold: $text vs $cold2"
+  grep -Eq "HIT cached=$cached prefill=[0-9]+ .*tier=shared" "$work/B.log" ||
+    fail "B log line lacks tier=shared"
+}
