@@ -81,8 +81,8 @@ function log(message) {
 }
 
 // The server a policy sends a session's turn to.
-function router(policy, servers, seed) {
-  return (session, turn, draws) => {
+function router(policy, servers) {
+  return (session, draws) => {
     if (policy === 'affinity') return session % servers;
     return draws.int(0, servers - 1);
   };
@@ -104,10 +104,10 @@ async function runSession(o, session, pick, servers) {
     history.push(...step.append);
     if (step.system !== undefined) system = step.system;
     if (step.thinkTimeMs > 0) await sleep(step.thinkTimeMs);
-    const server = pick(session, turns.length + 1, draws);
+    const server = pick(session, draws);
     const messages = [{ role: 'system', content: system }, ...history];
     const body = { model: 'qmlx', messages, stream: true, stream_options: { include_usage: true },
-      max_tokens: o.maxTokens, temperature: 0, tools: source.tools?.slice(0, o.toolCount) };
+      max_tokens: o.maxTokens, temperature: 0, tools: source.tools };
     if (!body.tools?.length) delete body.tools;
     let reply;
     try {
@@ -119,7 +119,7 @@ async function runSession(o, session, pick, servers) {
     history.push(assistantMessage(reply));
     const prompt = reply.usage?.prompt_tokens ?? 0;
     turns.push({ session, turn: turns.length + 1, server, uid: reply.timings?.uid,
-      epoch: servers[server].epoch, ttftMs: reply.clientTtftMs, prompt,
+      ttftMs: reply.clientTtftMs, prompt,
       newTokens: prompt - previousPrompt });
     previousPrompt = prompt;
     step = source.next({ reply, history, promptTokens: prompt });
@@ -195,7 +195,7 @@ async function runPolicy(o, policy, nodes) {
       name: `server${i}`, diskKvRestore: true, extraArgs: ['--threads', String(o.threads)] }));
   }
   await Promise.all(servers.map((s) => s.start()));
-  const pick = router(policy, o.servers, o.seed);
+  const pick = router(policy, o.servers);
   const started = performance.now();
   const perSession = await Promise.all(
     Array.from({ length: o.sessions }, (_, s) => runSession(o, s, pick, servers)));

@@ -343,14 +343,8 @@ void RedisCluster::send_round(Lane& lane, const std::vector<RedisCommand>& comma
       }
       result.status = Status::Ok();
       bool ask = false;
-      uint16_t slot = 0;
       std::string target;
-      if (result.is_error() && parse_redirect(result.str(), &ask, &slot, &target)) {
-        if (!ask) {
-          std::lock_guard<std::mutex> lock(mutex_);
-          slot_nodes_[slot] = target;
-          topology_stale_ = true;
-        }
+      if (follow_redirect(result.reply, &ask, &target)) {
         redirected->push_back(Pending{p->index, target, ask});
       }
     }
@@ -359,6 +353,19 @@ void RedisCluster::send_round(Lane& lane, const std::vector<RedisCommand>& comma
     if (!failure.ok() || conn->reader.has_leftover())
       drop_connection(lane, pendings->front()->node);
   }
+}
+
+bool RedisCluster::follow_redirect(const RespReply& reply, bool* ask, std::string* target) {
+  uint16_t slot = 0;
+  if (reply.kind != RespKind::kError || !parse_redirect(reply.text, ask, &slot, target)) {
+    return false;
+  }
+  if (!*ask) {  // MOVED: the slot lives there now; ASK is for this command only
+    std::lock_guard<std::mutex> lock(mutex_);
+    slot_nodes_[slot] = *target;
+    topology_stale_ = true;
+  }
+  return true;
 }
 
 // The connection's stream is out of step after a failed read or write: drop it, reconnect later.
@@ -408,16 +415,7 @@ void RedisCluster::transfer_round(Lane& lane, const std::string& node, bool aski
     if (s.ok()) s = reader.read(commands[i].into, &results[i].reply);
     if (!s.ok()) break;
     results[i].status = Status::Ok();
-    uint16_t slot = 0;
-    if (results[i].reply.kind == RespKind::kError &&
-        parse_redirect(results[i].reply.text, ask, &slot, target)) {
-      if (!*ask) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        slot_nodes_[slot] = *target;
-        topology_stale_ = true;
-      }
-      redirected->push_back(i);
-    }
+    if (follow_redirect(results[i].reply, ask, target)) redirected->push_back(i);
   }
   if (s.ok() && reader.has_leftover()) s = Status::IOError("reply out of step");
   if (!s.ok()) {

@@ -126,6 +126,8 @@ class RedisCluster {
                       const std::vector<size_t>& round, std::vector<TransferResult>& results,
                       std::vector<size_t>* redirected, std::string* target, bool* ask);
   void drop_connection(Lane& lane, const std::string& node);
+  // Whether a reply is a MOVED or ASK redirect, and where to; a MOVED updates the slot map.
+  bool follow_redirect(const RespReply& reply, bool* ask, std::string* target);
 
   RedisClusterOptions options_;
   std::shared_ptr<TlsContext> tls_;  // null: plain TCP
