@@ -40,7 +40,7 @@ bool Session::prefill(std::span<const int32_t> tokens, const PrefillProgress& pr
   const size_t chunk = size_t(options_.prefill_chunk > 0 ? options_.prefill_chunk
                               : moe                      ? kMoePrefillChunk
                                                          : kDensePrefillChunk);
-  ForwardOptions fo{options_.delta_rule};
+  ForwardOptions fo{options_.delta_rule, RowKind::kPrompt};
   for (size_t done = 0; done < tokens.size();) {
     if (cancel && cancel->load()) return false;
     logits_.resize(layout_.vocab_size);
@@ -55,7 +55,7 @@ bool Session::prefill(std::span<const int32_t> tokens, const PrefillProgress& pr
 void Session::decode(int32_t token) {
   logits_.resize(layout_.vocab_size);
   model_->forward(std::span<const int32_t>(&token, 1), state_, logits_.data(),
-                  ForwardOptions{options_.delta_rule});
+                  ForwardOptions{options_.delta_rule, RowKind::kGenerated});
 }
 
 void Session::truncate(int64_t m) {
