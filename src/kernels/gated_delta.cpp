@@ -33,12 +33,14 @@ struct HeadView {
 // so one pass computes both dots of the old row and a second writes the new one. The rows of S
 // are independent given a token's inputs, so rows are taken 4 at a time (8 dot accumulators in
 // registers) and a group of rows whose state fits in L1 runs through every token before the
-// next group: the state stays in L1 for a whole prefill and only q and k stream. Every token
+// next group (in blocks of 64 tokens, whose q and k stay in L2): the state stays in L1 and only
+// q and k stream. Every token
 // of every call goes through the same arithmetic, so a token's result does not depend on how
 // many tokens share the call (kernels/matmul.h's row kinds; Gated DeltaNet uses this form for
 // prompt and generated rows alike).
 constexpr int kRowTile = 4;
 constexpr size_t kRowGroupBytes = 16 * 1024;
+constexpr int kTokenBlock = 64;
 
 // The per-token scalars a head's rows share.
 struct TokenScalars {
@@ -131,11 +133,15 @@ void recurrent_head(const HeadView& hv, float* S, float* out) {
   // Rows per group: a multiple of the tile whose state fits kRowGroupBytes.
   const int group =
       std::max(kRowTile, int(kRowGroupBytes / (size_t(Dk) * sizeof(float))) / kRowTile * kRowTile);
-  for (int g0 = 0; g0 < Dv; g0 += group) {
-    const int g1 = std::min(Dv, g0 + group);
-    for (int t = 0; t < hv.in.T; ++t)
-      for (int j = g0; j < g1; j += kRowTile)
-        kRowsSteps[std::min(kRowTile, g1 - j)](hv, ts, t, S, j, out);
+  // Tokens in blocks whose q and k stay in L2 while every row group runs through them.
+  for (int t0 = 0; t0 < hv.in.T; t0 += kTokenBlock) {
+    const int t1 = std::min(hv.in.T, t0 + kTokenBlock);
+    for (int g0 = 0; g0 < Dv; g0 += group) {
+      const int g1 = std::min(Dv, g0 + group);
+      for (int t = t0; t < t1; ++t)
+        for (int j = g0; j < g1; j += kRowTile)
+          kRowsSteps[std::min(kRowTile, g1 - j)](hv, ts, t, S, j, out);
+    }
   }
 }
 
