@@ -66,24 +66,16 @@ inline void rows_step(const HeadView& hv, const TokenScalars& ts, int t, float* 
   __m256 k0 = _mm256_setzero_ps(), k1 = k0, k2 = k0, k3 = k0, q0 = k0, q1 = k0, q2 = k0, q3 = k0;
   for (int d = 0; d < D8; d += 8) {
     const __m256 kv = _mm256_loadu_ps(k + d), qv = _mm256_loadu_ps(q + d);
-    __m256 x = _mm256_loadu_ps(s[0] + d);
-    k0 = _mm256_fmadd_ps(x, kv, k0);
-    q0 = _mm256_fmadd_ps(x, qv, q0);
-    if constexpr (NR > 1) {
-      x = _mm256_loadu_ps(s[1] + d);
-      k1 = _mm256_fmadd_ps(x, kv, k1);
-      q1 = _mm256_fmadd_ps(x, qv, q1);
-    }
-    if constexpr (NR > 2) {
-      x = _mm256_loadu_ps(s[2] + d);
-      k2 = _mm256_fmadd_ps(x, kv, k2);
-      q2 = _mm256_fmadd_ps(x, qv, q2);
-    }
-    if constexpr (NR > 3) {
-      x = _mm256_loadu_ps(s[3] + d);
-      k3 = _mm256_fmadd_ps(x, kv, k3);
-      q3 = _mm256_fmadd_ps(x, qv, q3);
-    }
+    // Named accumulators, not an array: GCC keeps an array of __m256 on the stack.
+    auto both_dots = [&](const float* row, __m256& to_k, __m256& to_q) {
+      const __m256 x = _mm256_loadu_ps(row + d);
+      to_k = _mm256_fmadd_ps(x, kv, to_k);
+      to_q = _mm256_fmadd_ps(x, qv, to_q);
+    };
+    both_dots(s[0], k0, q0);
+    if constexpr (NR > 1) both_dots(s[1], k1, q1);
+    if constexpr (NR > 2) both_dots(s[2], k2, q2);
+    if constexpr (NR > 3) both_dots(s[3], k3, q3);
   }
   // Lanes 0-3: s_r . k, lanes 4-7: s_r . q; the columns past the last multiple of 8 after.
   const __m256 accs[8] = {k0, k1, k2, k3, q0, q1, q2, q3};
