@@ -9,7 +9,11 @@
 //   - prefill GEMM (T = 512 and 2048): GFLOP/s, and GFLOP per CPU-second against the per-core peak.
 //   - MoE expert GEMM (few tokens): the panel kernel against the few-token kernel.
 //   - decode attention over a K/V cache of 8k and 32k rows of each storage type (0.8B head shape).
-//   qmlx_kernel_bench [threads=2] [bandwidth|gemv|experts|moe-dense|attention]   ("bandwidth":
+//   - batched decode GEMV: B = 1, 2, 4, 8 generated rows over the 0.8B decode matrices.
+//   - one Gated DeltaNet layer, recurrence and chunked form, per token.
+//   qmlx_kernel_bench [threads=2]
+//                     [bandwidth|gemv|experts|moe-dense|attention|batched-gemv|gated-delta]
+//   ("batched-gemv", "gated-delta": only those rows; "bandwidth":
 //   print only the GB/s figure; "gemv": the decode GEMVs, cached and streamed; "experts": only
 //   the expert GEMM rows; "moe-dense": the MoE model's dense-layer GEMMs; "attention": only the
 //   decode attention rows)
@@ -19,6 +23,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +34,7 @@
 #include "base/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/few_token_gemm.h"
+#include "kernels/gated_delta.h"
 #include "kernels/kv_row.h"
 #include "kernels/matmul.h"
 #include "kernels/packed_gemm.h"
@@ -301,6 +307,104 @@ void bench_decode_attention(double bandwidth) {
   }
 }
 
+// Batched decode: one step of B sequences over the Qwen3.5-0.8B decode matrices at 8-bit gs64
+// (per layer the MLP's gate, up and down and a Gated DeltaNet layer's qkv, z and out
+// projections; 24 layers; the 248320 x 1024 tied LM head), ~770 MB, so the weights stream from
+// memory. Step time, aggregate rows/s, and weight bytes per step over the step time against
+// the read bandwidth. "separate" runs the B rows as B one-row calls (a batch-less engine);
+// "batched" as one call with B generated rows (kernels/matmul.h).
+void bench_batched_gemv(double bandwidth) {
+  std::mt19937 rng(42);
+  std::vector<AffineMatrix> ms;
+  for (int layer = 0; layer < 24; ++layer)
+    for (auto [rows, cols] : {std::pair{3584, 1024},
+                              {3584, 1024},
+                              {1024, 3584},
+                              {6144, 1024},
+                              {2048, 1024},
+                              {1024, 2048}})
+      ms.push_back(random_affine(rows, cols, 8, 64, rng));
+  ms.push_back(random_affine(248320, 1024, 8, 64, rng));
+  double bytes = 0;
+  size_t widest = 0;
+  for (auto& m : ms) {
+    bytes += double(m.view.bytes());
+    widest = std::max({widest, size_t(m.view.rows), size_t(m.view.cols)});
+  }
+  std::printf(
+      "| B | mode | step ms | CPU ms | rows/s | weight GB/s | of %.1f GB/s |\n"
+      "|---|---|---|---|---|---|---|\n",
+      bandwidth);
+  for (int B : {1, 2, 4, 8}) {
+    std::vector<float> x(size_t(B) * widest), y(size_t(B) * widest);
+    for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
+    auto separate = [&] {
+      for (auto& m : ms)
+        for (int b = 0; b < B; ++b)
+          qmlx::matmul(x.data() + size_t(b) * m.view.cols, 1, m.view,
+                       y.data() + size_t(b) * m.view.rows, 1);
+    };
+    auto batched = [&] {
+      for (auto& m : ms) qmlx::matmul(x.data(), B, m.view, y.data(), B);
+    };
+    // Interleaved, best of 5 each: a slow spell on the shared machine then costs both. CPU
+    // time (all threads) is the steadier figure there; wall time is what a step takes.
+    Timing sep, bat;
+    for (int rep = 0; rep < 5; ++rep) {
+      const Timing a = best_timing(1, separate), b = best_timing(1, batched);
+      sep = {std::min(sep.wall, a.wall), std::min(sep.cpu, a.cpu)};
+      bat = {std::min(bat.wall, b.wall), std::min(bat.cpu, b.cpu)};
+    }
+    for (auto [mode, t] : {std::pair{"separate", sep}, {"batched", bat}})
+      std::printf("| %d | %s | %.1f | %.1f | %.1f | %.2f | %.0f%% |\n", B, mode, t.wall * 1e3,
+                  t.cpu * 1e3, B / t.wall, bytes / t.wall / 1e9,
+                  100 * bytes / t.wall / 1e9 / bandwidth);
+  }
+}
+
+// One Gated DeltaNet layer of Qwen3.5-0.8B (16 key and 16 value heads of 128): the recurrence
+// (the form the model runs for every T) and the chunked WY form, per token, for T = 1 (a decode
+// step, 256 calls), 64 and 512 (a prefill chunk). Interleaved, best of 5; CPU time per token.
+void bench_gated_delta() {
+  const int Hk = 16, Hv = 16, Dk = 128, Dv = 128;
+  const size_t stride = size_t(2 * Hk * Dk + Hv * Dv);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  std::printf(
+      "| GDN layer 16x128 | recurrence us/token (CPU) | chunked us/token (CPU) |\n"
+      "|---|---|---|\n");
+  for (int T : {1, 64, 512}) {
+    std::vector<float> rows(size_t(T) * stride), g(size_t(T) * Hv), beta(g.size());
+    for (auto& x : rows) x = normal(rng) / std::sqrt(float(Dk));
+    for (auto& x : g) x = -std::fabs(normal(rng)) * 0.1f;
+    for (auto& x : beta) x = 1.f / (1.f + std::exp(-normal(rng)));
+    std::vector<float> state(size_t(Hv) * Dv * Dk, 0.f), out(size_t(T) * Hv * Dv);
+    qmlx::GatedDeltaInputs in;
+    in.T = T, in.Hk = Hk, in.Hv = Hv, in.Dk = Dk, in.Dv = Dv;
+    in.q = rows.data(), in.k = rows.data() + Hk * Dk, in.v = rows.data() + 2 * Hk * Dk;
+    in.row_stride = stride, in.g = g.data(), in.beta = beta.data();
+    const int calls = T == 1 ? 256 : 1;
+    auto pass = [&](auto form) {
+      return best_timing(1, [&] {
+        for (int c = 0; c < calls; ++c) form(in, state.data(), out.data());
+      });
+    };
+    Timing rec, chunk;
+    for (int rep = 0; rep < 5; ++rep) {
+      // The chunked form is not timed for T = 1 (it never runs decode steps).
+      const Timing a = pass(qmlx::gated_delta_recurrent),
+                   b = T == 1 ? Timing{} : pass(qmlx::gated_delta_chunked);
+      rec = {std::min(rec.wall, a.wall), std::min(rec.cpu, a.cpu)};
+      chunk = {std::min(chunk.wall, b.wall), std::min(chunk.cpu, b.cpu)};
+    }
+    const double tokens = double(T) * calls;
+    if (T == 1)
+      std::printf("| T=1 | %.1f | - |\n", rec.cpu / tokens * 1e6);
+    else
+      std::printf("| T=%d | %.1f | %.1f |\n", T, rec.cpu / tokens * 1e6, chunk.cpu / tokens * 1e6);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -309,6 +413,14 @@ int main(int argc, char** argv) {
   const double bandwidth = read_bandwidth_gb_per_s();
   if (argc > 2 && std::string(argv[2]) == "bandwidth") {
     std::printf("%.2f\n", bandwidth);
+    return 0;
+  }
+  if (argc > 2 && std::string(argv[2]) == "gated-delta") {
+    bench_gated_delta();
+    return 0;
+  }
+  if (argc > 2 && std::string(argv[2]) == "batched-gemv") {
+    bench_batched_gemv(bandwidth);
     return 0;
   }
   if (argc > 2 && std::string(argv[2]) == "attention") {

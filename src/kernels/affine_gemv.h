@@ -4,6 +4,8 @@
 // decoded in registers; the other widths are unpacked to bytes one group at a time.
 #pragma once
 
+#include <cstddef>
+
 #include "kernels/int16_activations.h"
 #include "kernels/weight_matrix.h"
 
@@ -15,5 +17,12 @@ Int16Activations prepare_affine_gemv_input(const float* x, int cols, int bits, i
 // y[r] for rows [begin, end) of w (affine, with the bits/group_size the input was made for).
 void affine_gemv_rows(const Int16Activations& in, const WeightMatrix& w, int begin, int end,
                       float* y);
+
+// The same for B activation rows at once (generated rows of several sequences, drafts being
+// verified): row b's outputs at y + b * ldy. Each weight row is read and widened once for all B
+// rows (2 at a time in registers), and each row's result is bit-identical to the call
+// above with that row alone.
+void affine_gemv_rows(const Int16Activations* in, int B, const WeightMatrix& w, int begin, int end,
+                      float* y, size_t ldy);
 
 }  // namespace qmlx

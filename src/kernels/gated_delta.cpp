@@ -1,11 +1,14 @@
 #include "kernels/gated_delta.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "base/thread_pool.h"
 #include "kernels/register_tile.h"
+#include "kernels/simd.h"
 #include "kernels/vec.h"
 
 namespace qmlx {
@@ -23,18 +26,113 @@ struct HeadView {
   int ratio() const { return in.Hv / in.Hk; }
 };
 
+// The recurrence, rewritten so that each state row is read twice per token instead of seven
+// times (scale, dot, axpy, dot): with a = exp(g_t) and old row s_j,
+//   delta_j = beta (v_j - a (s_j . k));   s_j <- a s_j + delta_j k;
+//   o_j = s_j(new) . q = a (s_j . q) + delta_j (k . q),
+// so one pass computes both dots of the old row and a second writes the new one. The rows of S
+// are independent given a token's inputs, so rows are taken 4 at a time (8 dot accumulators in
+// registers) and a group of rows whose state fits in L1 runs through every token before the
+// next group (in blocks of 64 tokens, whose q and k stay in L2): the state stays in L1 and only
+// q and k stream. Every token
+// of every call goes through the same arithmetic, so a token's result does not depend on how
+// many tokens share the call (kernels/matmul.h's row kinds; Gated DeltaNet uses this form for
+// prompt and generated rows alike).
+constexpr int kRowTile = 4;
+constexpr size_t kRowGroupBytes = 16 * 1024;
+constexpr int kTokenBlock = 64;
+
+// The per-token scalars a head's rows share.
+struct TokenScalars {
+  std::vector<float> alpha, kq;  // exp(g_t), k_t . q_t
+  void compute(const HeadView& hv) {
+    alpha.resize(hv.in.T);
+    kq.resize(hv.in.T);
+    for (int t = 0; t < hv.in.T; ++t) {
+      alpha[t] = std::exp(hv.g(t));
+      kq[t] = vec::dot(hv.k(t), hv.q(t), hv.in.Dk);
+    }
+  }
+};
+
+// Token t for rows [j0, j0 + NR) of the head's state S ([Dv][Dk]).
+template <int NR>
+inline void rows_step(const HeadView& hv, const TokenScalars& ts, int t, float* S, int j0,
+                      float* out) {
+  const int Dk = hv.in.Dk, D8 = Dk & ~7;
+  const float *k = hv.k(t), *q = hv.q(t), *v = hv.v(t);
+  float* s[kRowTile];
+  for (int r = 0; r < kRowTile; ++r) s[r] = S + size_t(j0 + std::min(r, NR - 1)) * Dk;
+  __m256 k0 = _mm256_setzero_ps(), k1 = k0, k2 = k0, k3 = k0, q0 = k0, q1 = k0, q2 = k0, q3 = k0;
+  for (int d = 0; d < D8; d += 8) {
+    const __m256 kv = _mm256_loadu_ps(k + d), qv = _mm256_loadu_ps(q + d);
+    // Named accumulators, not an array: GCC keeps an array of __m256 on the stack.
+    auto both_dots = [&](const float* row, __m256& to_k, __m256& to_q) {
+      const __m256 x = _mm256_loadu_ps(row + d);
+      to_k = _mm256_fmadd_ps(x, kv, to_k);
+      to_q = _mm256_fmadd_ps(x, qv, to_q);
+    };
+    both_dots(s[0], k0, q0);
+    if constexpr (NR > 1) both_dots(s[1], k1, q1);
+    if constexpr (NR > 2) both_dots(s[2], k2, q2);
+    if constexpr (NR > 3) both_dots(s[3], k3, q3);
+  }
+  // Lanes 0-3: s_r . k, lanes 4-7: s_r . q; the columns past the last multiple of 8 after.
+  const __m256 accs[8] = {k0, k1, k2, k3, q0, q1, q2, q3};
+  float dots[8];
+  _mm256_storeu_ps(dots, simd::hsum8(accs));
+  for (int r = 0; r < NR; ++r)
+    for (int d = D8; d < Dk; ++d) {
+      dots[r] = std::fma(s[r][d], k[d], dots[r]);
+      dots[4 + r] = std::fma(s[r][d], q[d], dots[4 + r]);
+    }
+  const float alpha = ts.alpha[t], beta = hv.beta(t);
+  float* o = hv.out(out, t) + j0;
+  float delta[kRowTile] = {};
+  for (int r = 0; r < NR; ++r) {
+    delta[r] = beta * std::fma(-alpha, dots[r], v[j0 + r]);
+    o[r] = std::fma(delta[r], ts.kq[t], alpha * dots[4 + r]);
+  }
+  const __m256 a = _mm256_set1_ps(alpha);
+  const __m256 d0 = _mm256_set1_ps(delta[0]), d1 = _mm256_set1_ps(delta[1]),
+               d2 = _mm256_set1_ps(delta[2]), d3 = _mm256_set1_ps(delta[3]);
+  for (int d = 0; d < D8; d += 8) {
+    const __m256 kv = _mm256_loadu_ps(k + d);
+    _mm256_storeu_ps(s[0] + d,
+                     _mm256_fmadd_ps(d0, kv, _mm256_mul_ps(a, _mm256_loadu_ps(s[0] + d))));
+    if constexpr (NR > 1)
+      _mm256_storeu_ps(s[1] + d,
+                       _mm256_fmadd_ps(d1, kv, _mm256_mul_ps(a, _mm256_loadu_ps(s[1] + d))));
+    if constexpr (NR > 2)
+      _mm256_storeu_ps(s[2] + d,
+                       _mm256_fmadd_ps(d2, kv, _mm256_mul_ps(a, _mm256_loadu_ps(s[2] + d))));
+    if constexpr (NR > 3)
+      _mm256_storeu_ps(s[3] + d,
+                       _mm256_fmadd_ps(d3, kv, _mm256_mul_ps(a, _mm256_loadu_ps(s[3] + d))));
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int d = D8; d < Dk; ++d) s[r][d] = std::fma(delta[r], k[d], alpha * s[r][d]);
+}
+
+using RowsStepFn = void (*)(const HeadView&, const TokenScalars&, int, float*, int, float*);
+constexpr RowsStepFn kRowsSteps[kRowTile + 1] = {nullptr, rows_step<1>, rows_step<2>, rows_step<3>,
+                                                 rows_step<4>};
+
 void recurrent_head(const HeadView& hv, float* S, float* out) {
   const int Dk = hv.in.Dk, Dv = hv.in.Dv;
-  for (int t = 0; t < hv.in.T; ++t) {
-    const float alpha = std::exp(hv.g(t)), beta = hv.beta(t);
-    const float *k = hv.k(t), *q = hv.q(t), *v = hv.v(t);
-    float* o = hv.out(out, t);
-    for (int j = 0; j < Dv; ++j) {
-      float* row = S + size_t(j) * Dk;  // column j of S
-      vec::scale(row, alpha, Dk);
-      float delta = beta * (v[j] - vec::dot(row, k, Dk));
-      vec::axpy(row, delta, k, Dk);
-      o[j] = vec::dot(row, q, Dk);
+  thread_local TokenScalars ts;
+  ts.compute(hv);
+  // Rows per group: a multiple of the tile whose state fits kRowGroupBytes.
+  const int group =
+      std::max(kRowTile, int(kRowGroupBytes / (size_t(Dk) * sizeof(float))) / kRowTile * kRowTile);
+  // Tokens in blocks whose q and k stay in L2 while every row group runs through them.
+  for (int t0 = 0; t0 < hv.in.T; t0 += kTokenBlock) {
+    const int t1 = std::min(hv.in.T, t0 + kTokenBlock);
+    for (int g0 = 0; g0 < Dv; g0 += group) {
+      const int g1 = std::min(Dv, g0 + group);
+      for (int t = t0; t < t1; ++t)
+        for (int j = g0; j < g1; j += kRowTile)
+          kRowsSteps[std::min(kRowTile, g1 - j)](hv, ts, t, S, j, out);
     }
   }
 }
@@ -113,12 +211,10 @@ void chunk_head(const HeadView& hv, int t0, int n, float* S, float* out, ChunkSc
   tiled_product(s.Tm.data(), C, n, s.Bv.data(), Dvp, n, Dvp / kTileCols, s.U.data(), Dvp, false);
   tiled_product(s.Tm.data(), C, n, s.Bk.data(), Dkp, n, Dkp / kTileCols, s.W.data(), Dkp, false);
   // 4. V' = U - W S^T.
-  tiled_product(s.W.data(), Dkp, n, s.St.data(), Dvp, Dk, Dvp / kTileCols, s.Vp.data(), Dvp,
-                false);
+  tiled_product(s.W.data(), Dkp, n, s.St.data(), Dvp, Dk, Dvp / kTileCols, s.Vp.data(), Dvp, false);
   for (size_t i = 0; i < size_t(n) * Dvp; ++i) s.Vp[i] = s.U[i] - s.Vp[i];
   // 5. O_i = exp(G_i) q_i^T S + sum_{j<=i} (q_i . k_j) exp(G_i - G_j) V'_j.
-  tiled_product(s.Q.data(), Dkp, n, s.St.data(), Dvp, Dk, Dvp / kTileCols, s.O.data(), Dvp,
-                false);
+  tiled_product(s.Q.data(), Dkp, n, s.St.data(), Dvp, Dk, Dvp / kTileCols, s.O.data(), Dvp, false);
   for (int i = 0; i < n; ++i) {
     const float decay = std::exp(s.G[i]);
     float* o = s.O.data() + size_t(i) * Dvp;

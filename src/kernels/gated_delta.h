@@ -2,8 +2,10 @@
 // key head h / (Hv / Hk):
 //   S <- exp(g_t) S;  S <- S + k_t (beta_t (v_t - S^T k_t))^T;  o_t = S^T q_t.
 // State is stored transposed, [Hv][Dv][Dk], so every step is a contiguous dot or axpy over Dk.
-// Two forms with the same result: the recurrence (decode, short inputs) and the chunked WY form
-// over chunks of 64 tokens (prefill). Heads are spread over default_pool().
+// Two forms with the same result up to fp32 rounding: the recurrence, which the model runs for
+// every T (prompt and generated tokens alike: its result for a token does not depend on how
+// many tokens share the call), and the chunked WY form over chunks of 64 tokens, whose sums
+// over a chunk do (kept for its tests and benchmarks). Heads are spread over default_pool().
 #pragma once
 
 #include <cstddef>

@@ -80,6 +80,11 @@ struct MatmulJob {
   void run(int begin, int end) const {
     if (prompt_rows > 0) packed_gemm_rows(x, prompt_rows, w, y, begin, end);
     if (generated_rows() == 0) return;
+    if (kind == GemvKind::kAffine) {
+      // One pass over the weights for every generated row (kernels/affine_gemv.h).
+      return affine_gemv_rows(gemv_inputs.data(), generated_rows(), w, begin, end,
+                              y + size_t(prompt_rows) * w.rows, w.rows);
+    }
     // Blocks of weight rows small enough to stay in L2 across the generated rows.
     const int block =
         int(std::max<size_t>(1, kGemvBlockBytes / std::max<size_t>(1, w.row_bytes())));
@@ -94,7 +99,7 @@ struct MatmulJob {
     const size_t t = size_t(prompt_rows + g);
     float* yt = y + t * w.rows;
     switch (kind) {
-      case GemvKind::kAffine:
+      case GemvKind::kAffine:  // taken by run() for all rows at once
         return affine_gemv_rows(gemv_inputs[g], w, begin, end, yt);
       case GemvKind::kGguf:
         return gguf_gemv_rows(gemv_inputs[g], w, begin, end, yt);

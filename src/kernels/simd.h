@@ -22,6 +22,13 @@ inline __m256i hsum8(const __m256i v[8]) {
                           _mm256_permute2x128_si256(a, b, 0x31));
 }
 
+// The same for float vectors: lane j is the sum of v[j]'s lanes (a fixed order of additions).
+inline __m256 hsum8(const __m256 v[8]) {
+  const __m256 a = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+  const __m256 b = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+}
+
 // e^x for 8 lanes (Cephes' expf: x = n ln2 + r, degree-6 polynomial in r; within 2 ulp of
 // std::exp on [-87, 88]). Lanes below -87, -inf included, give exactly 0, which the
 // attention's masked scores rely on.

@@ -10,6 +10,7 @@
 
 #include "gguf_block_samples.h"
 #include "kernels/attention.h"
+#include "kernels/gated_delta.h"
 #include "kernels/kv_row.h"
 #include "kernels/matmul.h"
 #include "test_util.h"
@@ -164,6 +165,55 @@ TEST(RowKindInvarianceTest, AttentionRowsDoNotDependOnTheirCall) {
           ASSERT_TRUE(same_bits(out.data() + i * width, alone[first + i].data(), width))
               << "query " << first + i << " in a call of " << n;
       }
+    }
+  }
+}
+
+// The Gated DeltaNet recurrence runs prompt and generated tokens alike: a token's output and the
+// state after it are the same whether the tokens come in one call, in pieces of any size, or
+// one at a time.
+TEST(RowKindInvarianceTest, GatedDeltaTokensDoNotDependOnTheirCall) {
+  for (auto [Dk, Dv] : {std::pair{128, 128}, {24, 20}}) {
+    SCOPED_TRACE(std::to_string(Dk) + "x" + std::to_string(Dv));
+    const int T = 90, Hk = 2, Hv = 4;
+    const size_t stride = size_t(2 * Hk * Dk + Hv * Dv);
+    auto rows = random_vector(size_t(T) * stride, 1, 0.2f);
+    auto g = random_vector(size_t(T) * Hv, 2, 1.f), beta = random_vector(size_t(T) * Hv, 3, 1.f);
+    // As in the model: q and k of unit length, decays in (0, 1], beta in (0, 1).
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < 2 * Hk; ++h) {
+        float* x = rows.data() + size_t(t) * stride + size_t(h) * Dk;
+        float norm = 0.f;
+        for (int i = 0; i < Dk; ++i) norm += x[i] * x[i];
+        for (int i = 0; i < Dk; ++i) x[i] /= std::sqrt(norm);
+      }
+    for (auto& x : g) x = -std::fabs(x);
+    for (auto& x : beta) x = 1.f / (1.f + std::exp(-x));
+    const auto initial = random_vector(size_t(Hv) * Dv * Dk, 4, 0.3f);
+    // Tokens [t0, t0 + n) in one call, continuing `state`.
+    auto run = [&](int t0, int n, std::vector<float>& state, float* out) {
+      GatedDeltaInputs in;
+      in.T = n, in.Hk = Hk, in.Hv = Hv, in.Dk = Dk, in.Dv = Dv;
+      in.q = rows.data() + size_t(t0) * stride;
+      in.k = in.q + Hk * Dk;
+      in.v = in.q + 2 * Hk * Dk;
+      in.row_stride = stride;
+      in.g = g.data() + size_t(t0) * Hv;
+      in.beta = beta.data() + size_t(t0) * Hv;
+      gated_delta_recurrent(in, state.data(), out + size_t(t0) * Hv * Dv);
+    };
+    std::vector<float> whole_state = initial, whole(size_t(T) * Hv * Dv);
+    run(0, T, whole_state, whole.data());
+    std::mt19937 rng(9);
+    for (int trial = 0; trial < 4; ++trial) {
+      std::vector<float> state = initial, out(whole.size());
+      for (int t0 = 0; t0 < T;) {
+        const int n = trial == 0 ? 1 : std::min(T - t0, 1 + int(rng() % 40));
+        run(t0, n, state, out.data());
+        t0 += n;
+      }
+      EXPECT_TRUE(same_bits(out.data(), whole.data(), whole.size())) << "trial " << trial;
+      EXPECT_TRUE(same_bits(state.data(), whole_state.data(), state.size())) << "trial " << trial;
     }
   }
 }
