@@ -3,9 +3,11 @@
 // partially rotated, K/V appended to the cache, then causal GQA attention over the cache and,
 // when gated, o * sigmoid(gate) before o_proj. The projections run over all rows of the batch;
 // the K/V append and the attention per sequence, over that sequence's own cache.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "kernels/activations.h"
 #include "kernels/attention.h"
 #include "kernels/kv_row.h"
@@ -61,7 +63,7 @@ void attention_layer(const AttentionWeights& w, const ModelConfig& c, const floa
   }
 
   std::vector<float> o(size_t(T) * Nh * D);
-  for (const SequenceRows& s : rows.sequences) {
+  auto attend = [&](const SequenceRows& s) {
     KvCache& cache = s.state->kv[slot];
     const size_t kv_offset = size_t(s.first) * Nkv * D, q_offset = size_t(s.first) * Nh * D;
     append_kv(s, k.data() + kv_offset, v.data() + kv_offset, Nkv, D, cache);
@@ -69,6 +71,24 @@ void attention_layer(const AttentionWeights& w, const ModelConfig& c, const floa
     shape.generated = s.kind == RowKind::kGenerated;
     attention(shape, q.data() + q_offset, cache.k.data(), cache.v.data(), s.state->kv_type,
               o.data() + q_offset);
+  };
+  // The decode kernel spreads one sequence's rows over its KV heads only (2 on the small
+  // models), so with more decoding sequences than that the sequences run in parallel instead,
+  // each on one thread; a row's arithmetic is the same either way. Generated sequences come
+  // last (prompt rows first).
+  const auto& seqs = rows.sequences;
+  const size_t first_generated =
+      size_t(std::find_if(seqs.begin(), seqs.end(),
+                          [](const SequenceRows& s) { return s.kind == RowKind::kGenerated; }) -
+             seqs.begin());
+  const size_t generated_sequences = seqs.size() - first_generated;
+  if (generated_sequences <= size_t(Nkv)) {
+    for (const SequenceRows& s : seqs) attend(s);
+  } else {
+    for (size_t i = 0; i < first_generated; ++i) attend(seqs[i]);
+    default_pool().parallel_chunks(generated_sequences, 1, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) attend(seqs[first_generated + i]);
+    });
   }
   if (gated)
     for (size_t i = 0; i < o.size(); ++i) o[i] *= sigmoid(gate[i]);
