@@ -8,32 +8,13 @@
 #include "base/error.h"
 
 namespace qmlx {
-namespace {
-
-// One sequence's rows in a step. Mirrors Model::forward_batch's BatchSegment (model/model.h once
-// the ragged forward lands): switching to it is the one call in forward_step.
-enum class StepRowKind : uint8_t { kPrompt, kGenerated };
-struct StepSegment {
-  std::span<const int32_t> tokens;
-  ModelState* state = nullptr;
-  StepRowKind kind = StepRowKind::kPrompt;
-  float* logits = nullptr;
-};
-
-// Runs one step's segments over the model.
-void forward_step(const Model& model, std::span<const StepSegment> segments,
-                  const ForwardOptions& options) {
-  for (const StepSegment& s : segments) model.forward(s.tokens, *s.state, s.logits, options);
-}
-
-}  // namespace
 
 // A sequence's outstanding request: the rows still to feed. Lives on the caller's stack while
 // the caller waits; the step loop advances `done` and sets `finished` under the engine's mutex.
 struct BatchEngine::Work {
   Session* session = nullptr;
   std::span<const int32_t> tokens;
-  StepRowKind kind = StepRowKind::kPrompt;
+  RowKind kind = RowKind::kPrompt;
   const std::atomic<bool>* cancel = nullptr;
   size_t done = 0;
   bool finished = false;
@@ -77,7 +58,7 @@ bool BatchEngine::prefill(Session& session, std::span<const int32_t> tokens,
   Work work;
   work.session = &session;
   work.tokens = tokens;
-  work.kind = StepRowKind::kPrompt;
+  work.kind = RowKind::kPrompt;
   work.cancel = cancel;
   run(work, progress);
   return !work.cancelled;
@@ -88,7 +69,7 @@ void BatchEngine::decode(Session& session, int32_t token) {
   Work work;
   work.session = &session;
   work.tokens = std::span<const int32_t>(&token, 1);
-  work.kind = StepRowKind::kGenerated;
+  work.kind = RowKind::kGenerated;
   run(work, {});
 }
 
@@ -120,7 +101,7 @@ std::vector<size_t> BatchEngine::plan_step() const {
   std::vector<size_t> give(pending_.size(), 0);
   size_t prefills = 0;
   for (size_t i = 0; i < pending_.size(); ++i) {
-    if (pending_[i]->kind == StepRowKind::kGenerated) {
+    if (pending_[i]->kind == RowKind::kGenerated) {
       give[i] = 1;  // every running decode gets its row in every step
     } else {
       ++prefills;
@@ -133,13 +114,13 @@ std::vector<size_t> BatchEngine::plan_step() const {
     size_t unsatisfied = 0;
     for (size_t i = 0; i < pending_.size(); ++i) {
       const Work& w = *pending_[i];
-      if (w.kind == StepRowKind::kPrompt && give[i] < w.tokens.size() - w.done) ++unsatisfied;
+      if (w.kind == RowKind::kPrompt && give[i] < w.tokens.size() - w.done) ++unsatisfied;
     }
     if (unsatisfied == 0) break;
     const size_t share = std::max<size_t>(1, budget / unsatisfied);
     for (size_t i = 0; i < pending_.size() && budget > 0; ++i) {
       const Work& w = *pending_[i];
-      if (w.kind != StepRowKind::kPrompt) continue;
+      if (w.kind != RowKind::kPrompt) continue;
       const size_t add = std::min({share, w.tokens.size() - w.done - give[i], budget});
       give[i] += add;
       budget -= add;
@@ -158,7 +139,7 @@ void BatchEngine::loop() {
     // A cancelled prefill leaves at the step boundary.
     bool any_left = false;
     for (Work* w : pending_) {
-      if (w->kind == StepRowKind::kPrompt && w->cancel && w->cancel->load()) {
+      if (w->kind == RowKind::kPrompt && w->cancel && w->cancel->load()) {
         w->cancelled = w->finished = true;
         any_left = true;
       }
@@ -169,7 +150,7 @@ void BatchEngine::loop() {
       if (pending_.empty()) continue;
     }
     const std::vector<size_t> give = plan_step();
-    std::vector<StepSegment> segments;
+    std::vector<BatchSegment> segments;
     std::vector<Work*> members;
     BatchStepStats stats;
     for (size_t i = 0; i < pending_.size(); ++i) {
@@ -178,7 +159,7 @@ void BatchEngine::loop() {
       segments.push_back({w->tokens.subspan(w->done, give[i]), &w->session->state_, w->kind,
                           w->session->logits_.data()});
       members.push_back(w);
-      (w->kind == StepRowKind::kGenerated ? stats.decode_rows : stats.prompt_rows) += int(give[i]);
+      (w->kind == RowKind::kGenerated ? stats.decode_rows : stats.prompt_rows) += int(give[i]);
     }
     stats.sequences = int(members.size());
     BatchStepObserver observer = observer_;
@@ -187,7 +168,7 @@ void BatchEngine::loop() {
     const auto start = Clock::now();
     std::exception_ptr error;
     try {
-      forward_step(*model_, segments, forward_options);
+      model_->forward_batch(segments, forward_options);
     } catch (...) {
       error = std::current_exception();
     }

@@ -1,11 +1,13 @@
 // BatchEngine: continuous batching. It owns the engine's step loop on its own thread; sequences
 // (each a Session driven by its own job thread) hand it work and block until it is done. Each
 // step gathers every pending decode (one generated row per sequence) and prefill chunks under a
-// per-step token budget, shared fairly between the prefills, and runs ONE batched forward over
-// them, so each weight is read once per step for all sequences. A long prefill therefore delays
-// running decodes by at most one chunk, and a short prompt arriving during it is not starved.
-// With one sequence a step is exactly the single-sequence Session: chunks of the budget, then one
-// row per decode. A Session built with SessionOptions::engine routes prefill and decode here.
+// per-step token budget, shared fairly between the prefills, and runs ONE Model::forward_batch
+// over them (prompt tokens as prompt rows, decodes as generated rows, so a sequence's results do
+// not depend on what shares its steps), so each weight is read once per step for all sequences. A
+// long prefill therefore delays running decodes by at most one chunk, and a short prompt arriving
+// during it is not starved. With one sequence a step is exactly the single-sequence Session: chunks
+// of the budget, then one row per decode. A Session built with SessionOptions::engine routes
+// prefill and decode here.
 #pragma once
 
 #include <atomic>

@@ -44,7 +44,7 @@ bool Session::prefill(std::span<const int32_t> tokens, const PrefillProgress& pr
   if (tokens.empty()) return true;
   if (options_.engine) return options_.engine->prefill(*this, tokens, progress, cancel);
   const size_t chunk = size_t(prefill_chunk_for(*model_, options_.prefill_chunk));
-  ForwardOptions fo{options_.delta_rule};
+  ForwardOptions fo{options_.delta_rule, RowKind::kPrompt};
   for (size_t done = 0; done < tokens.size();) {
     if (cancel && cancel->load()) return false;
     logits_.resize(layout_.vocab_size);
@@ -60,7 +60,7 @@ void Session::decode(int32_t token) {
   if (options_.engine) return options_.engine->decode(*this, token);
   logits_.resize(layout_.vocab_size);
   model_->forward(std::span<const int32_t>(&token, 1), state_, logits_.data(),
-                  ForwardOptions{options_.delta_rule});
+                  ForwardOptions{options_.delta_rule, RowKind::kGenerated});
 }
 
 void Session::truncate(int64_t m) {

@@ -14,13 +14,6 @@
 #include "model/layers.h"
 
 namespace qmlx {
-namespace {
-
-// The chunked form pays off once a chunk is reasonably full.
-constexpr int kChunkedFromTokens = 32;
-
-}  // namespace
-
 void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float* x, int T,
                      DeltaRuleForm form, RecurrentState& state, float* out) {
   const int Hk = c.linear_key_heads, Hv = c.linear_value_heads;
@@ -67,9 +60,10 @@ void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float
   in.g = a.data();
   in.beta = b.data();
   std::vector<float> o(size_t(T) * VD);
-  bool chunked =
-      form == DeltaRuleForm::kChunked || (form == DeltaRuleForm::kAuto && T >= kChunkedFromTokens);
-  if (chunked)
+  // The recurrence by default, for any T: it is the one form whose result for a token does not
+  // depend on how many tokens share the call (the chunked form's WY products sum over the chunk
+  // in another order), so prefills split anywhere and decode steps agree to the bit.
+  if (form == DeltaRuleForm::kChunked)
     gated_delta_chunked(in, state.ssm.data(), o.data());
   else
     gated_delta_recurrent(in, state.ssm.data(), o.data());
