@@ -10,34 +10,14 @@ Usage: decode_throughput.py QMLX_BINARY MODEL_DIR [--concurrency 1,2,4,8] [--tok
 import argparse
 import http.client
 import json
-import socket
+import os
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_healthy(port, proc):
-    for _ in range(1200):
-        if proc.poll() is not None:
-            sys.exit("server exited during start-up")
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/health" % port, timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.1)
-    sys.exit("server not ready")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tests/e2e"))
+from e2e_support import free_port, wait_healthy  # noqa: E402
 
 
 def stream(port, prompt, tokens, out):
@@ -64,9 +44,10 @@ def run(qmlx, model, concurrency, tokens, threads):
             "--max-context", "4096"]
     if threads:
         args += ["--threads", str(threads)]
-    proc = subprocess.Popen(args, stderr=subprocess.DEVNULL)
+    log_path = "/tmp/qmlx-parallel-bench-%d.log" % concurrency
+    proc = subprocess.Popen(args, stderr=open(log_path, "w"))
     try:
-        wait_healthy(port, proc)
+        wait_healthy(port, proc, log_path)
         stream(port, "Warm up.", 4, [])
         results = []
         start = time.monotonic()

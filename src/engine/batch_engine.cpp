@@ -16,6 +16,8 @@ struct BatchEngine::Work {
   std::span<const int32_t> tokens;
   RowKind kind = RowKind::kPrompt;
   const std::atomic<bool>* cancel = nullptr;
+  float* all_logits = nullptr;    // generated rows only: [T][vocab]
+  float* final_hidden = nullptr;  // generated rows only: [T][hidden]
   size_t done = 0;
   bool finished = false;
   bool cancelled = false;
@@ -65,11 +67,19 @@ bool BatchEngine::prefill(Session& session, std::span<const int32_t> tokens,
 }
 
 void BatchEngine::decode(Session& session, int32_t token) {
-  check_tokens(std::span<const int32_t>(&token, 1));
+  feed_generated(session, std::span<const int32_t>(&token, 1));
+}
+
+void BatchEngine::feed_generated(Session& session, std::span<const int32_t> tokens,
+                                 float* all_logits, float* final_hidden) {
+  if (tokens.empty()) return;
+  check_tokens(tokens);
   Work work;
   work.session = &session;
-  work.tokens = std::span<const int32_t>(&token, 1);
+  work.tokens = tokens;
   work.kind = RowKind::kGenerated;
+  work.all_logits = all_logits;
+  work.final_hidden = final_hidden;
   run(work, {});
 }
 
@@ -102,7 +112,7 @@ std::vector<size_t> BatchEngine::plan_step() const {
   size_t prefills = 0;
   for (size_t i = 0; i < pending_.size(); ++i) {
     if (pending_[i]->kind == RowKind::kGenerated) {
-      give[i] = 1;  // every running decode gets its row in every step
+      give[i] = pending_[i]->tokens.size();  // a running decode (or verify) is never held back
     } else {
       ++prefills;
     }
@@ -157,7 +167,7 @@ void BatchEngine::loop() {
       if (give[i] == 0) continue;
       Work* w = pending_[i];
       segments.push_back({w->tokens.subspan(w->done, give[i]), &w->session->state_, w->kind,
-                          w->session->logits_.data()});
+                          w->session->logits_.data(), w->all_logits, w->final_hidden});
       members.push_back(w);
       (w->kind == RowKind::kGenerated ? stats.decode_rows : stats.prompt_rows) += int(give[i]);
     }

@@ -1,6 +1,7 @@
 // BatchEngine: continuous batching. It owns the engine's step loop on its own thread; sequences
 // (each a Session driven by its own job thread) hand it work and block until it is done. Each
-// step gathers every pending decode (one generated row per sequence) and prefill chunks under a
+// step gathers every pending decode (its generated rows: one, or the MTP drafts it verifies) and
+// prefill chunks under a
 // per-step token budget, shared fairly between the prefills, and runs ONE Model::forward_batch
 // over them (prompt tokens as prompt rows, decodes as generated rows, so a sequence's results do
 // not depend on what shares its steps), so each weight is read once per step for all sequences. A
@@ -57,6 +58,11 @@ class BatchEngine {
                const PrefillProgress& progress = {}, const std::atomic<bool>* cancel = nullptr);
   // Feeds one generated row (a decode step) and returns once it is in.
   void decode(Session& session, int32_t token);
+  // Feeds `tokens` as generated rows, all in one step (MTP drafts being verified): `all_logits`
+  // ([T][vocab], optional) receives the logits after every row and `final_hidden` ([T][hidden],
+  // optional) their final-normed hidden rows; the session's logits are those after the last.
+  void feed_generated(Session& session, std::span<const int32_t> tokens,
+                      float* all_logits = nullptr, float* final_hidden = nullptr);
 
   // Called on the engine thread after every step (keep it short). Set before use.
   void set_step_observer(BatchStepObserver observer);

@@ -41,7 +41,8 @@ void Scheduler::submit(std::shared_ptr<GenerationJob> job) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) throw ApiError(503, "the server is shutting down");
     if (limits_.memory_budget_bytes > 0 && need > limits_.memory_budget_bytes) {
-      throw ApiError(503, "the request needs up to " + std::to_string(need >> 20) +
+      throw ApiError(503, "the request needs up to " +
+                              std::to_string((need + (1 << 20) - 1) >> 20) +
                               " MiB of sequence state (prompt + max_tokens), more than the " +
                               std::to_string(limits_.memory_budget_bytes >> 20) +
                               " MiB batch memory budget (--max-batch-memory); lower max_tokens "
