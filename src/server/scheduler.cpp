@@ -48,7 +48,9 @@ void Scheduler::submit(std::shared_ptr<GenerationJob> job) {
                               " MiB batch memory budget (--max-batch-memory); lower max_tokens "
                               "or shorten the prompt");
     }
-    if (queue_.size() >= max_queue_ && !active_.empty()) {
+    // Jobs that free slots are about to take do not count as waiting.
+    const size_t free_slots = size_t(std::max(1, limits_.parallel)) - active_.size();
+    if (queue_.size() >= max_queue_ + free_slots && !active_.empty()) {
       throw ApiError(429, "too many requests are waiting for the model; retry later");
     }
     queue_.push_back(std::move(job));

@@ -97,6 +97,24 @@ TEST_F(ParallelSchedulerTest, NJobsRunAtOnceAndAllComplete) {
   scheduler.stop(std::chrono::milliseconds(1000));
 }
 
+TEST_F(ParallelSchedulerTest, FreeSlotsTakeJobsEvenWithNoQueue) {
+  Scheduler scheduler(*runtime_, no_cache_, nullptr, /*max_queue=*/0, {}, {.parallel = 3});
+  std::vector<std::shared_ptr<GenerationJob>> jobs;
+  for (int i = 0; i < 3; ++i) {
+    jobs.push_back(job(i + 1, "prompt " + std::to_string(i), 50));
+    scheduler.submit(jobs.back());
+  }
+  ASSERT_TRUE(eventually([&] { return scheduler.running() == 3; }));
+  try {
+    scheduler.submit(job(4, "one too many", 50));
+    ADD_FAILURE() << "a fourth job was queued with no queue and every slot busy";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 429);
+  }
+  for (auto& j : jobs) EXPECT_EQ(reply(*j).first, "one two three");
+  scheduler.stop(std::chrono::milliseconds(1000));
+}
+
 TEST_F(ParallelSchedulerTest, ACancelledJobFreesItsSlotAtOnce) {
   auto slow = testing::make_fake_runtime({.script = "x", .decode_delay_ms = 50});
   runtime_ = slow;
