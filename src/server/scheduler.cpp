@@ -24,8 +24,9 @@ Scheduler::Scheduler(const ModelRuntime& runtime, CacheHooks& hooks, ServerMetri
       metrics->record_step(sequences, seconds);
     });
   }
-  for (int i = 0; i < std::max(1, limits_.parallel); ++i)
-    slots_.emplace_back([this] { slot_loop(); });
+  const size_t slots = size_t(std::max(1, limits_.parallel));
+  producing_.resize(slots);
+  for (size_t i = 0; i < slots; ++i) slots_.emplace_back([this, i] { slot_loop(i); });
 }
 
 Scheduler::~Scheduler() { stop(std::chrono::milliseconds(0)); }
@@ -59,14 +60,21 @@ void Scheduler::submit(std::shared_ptr<GenerationJob> job) {
   changed_.notify_all();
 }
 
-bool Scheduler::front_fits() const {
+bool Scheduler::front_fits(size_t slot) const {
   if (queue_.empty() || active_.size() >= size_t(std::max(1, limits_.parallel))) return false;
+  const std::vector<int32_t>& prompt = queue_.front()->prompt().ids;
+  for (size_t other = 0; other < producing_.size(); ++other) {
+    if (other != slot && prompt_needs(prompt, producing_[other])) return false;
+  }
   if (limits_.memory_budget_bytes == 0 || active_.empty()) return true;
   return active_bytes_ + worst_case_bytes(*queue_.front()) <= limits_.memory_budget_bytes;
 }
 
-bool Scheduler::idle_must_yield(std::span<const int32_t> needed) const {
+bool Scheduler::idle_must_yield(size_t slot, std::span<const int32_t> needed) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // Copied: the hook's vector may be gone by the time another slot looks (a request's prompt
+  // is far longer than this copy takes, and it happens once per idle pre-fill step).
+  producing_[slot].assign(needed.begin(), needed.end());
   if (exit_) return true;
   if (queue_.empty()) return false;
   return !prompt_needs(queue_.front()->prompt().ids, needed);
@@ -103,7 +111,7 @@ void Scheduler::stop(std::chrono::milliseconds grace) {
   hooks_.flush();
 }
 
-void Scheduler::slot_loop() {
+void Scheduler::slot_loop(size_t slot) {
   std::unique_ptr<InferenceSession> session;
   bool idle_pending = false;
   for (;;) {
@@ -114,13 +122,14 @@ void Scheduler::slot_loop() {
       // A job the budget cannot take yet waits at the front (first come, first served) until a
       // running one ends; with exit_ the queued jobs are cancelled and run to their end at once.
       changed_.wait(lock, [&] {
-        return (queue_.empty() && exit_) || idle_pending || front_fits() ||
+        return (queue_.empty() && exit_) || idle_pending || front_fits(slot) ||
                (exit_ && !queue_.empty());
       });
       if (queue_.empty() && exit_) return;
-      if (!idle_pending && (front_fits() || exit_)) {
+      if (!idle_pending && (front_fits(slot) || exit_)) {
         job = queue_.front();
         queue_.pop_front();
+        producing_[slot] = {};
         job_bytes = worst_case_bytes(*job);
         active_.push_back(job);
         active_bytes_ += job_bytes;
@@ -132,8 +141,11 @@ void Scheduler::slot_loop() {
       // request needs before it runs.
       idle_pending = false;
       if (session) {
-        hooks_.on_idle(*session,
-                       [this](std::span<const int32_t> needed) { return idle_must_yield(needed); });
+        // What it produced stays marked until this slot takes a job: the job that needs it
+        // then comes here (no other slot may grab it in between).
+        hooks_.on_idle(*session, [this, slot](std::span<const int32_t> needed) {
+          return idle_must_yield(slot, needed);
+        });
       }
       continue;
     }

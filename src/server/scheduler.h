@@ -5,8 +5,9 @@
 // (prompt + max_tokens rows of K/V plus the recurrent state) fits in the batch memory budget
 // beside the running sequences. After each job the cache's on_idle hook may use the slot's
 // session: it gives way to the next job unless that job needs its work (a fast client's next
-// turn arriving during the pre-fill of its own history). At submit time a full queue is refused
-// (429), as is a job that could not fit even alone, or anything after stop() began (503).
+// turn arriving during the pre-fill of its own history); that job then waits for that slot
+// rather than running on another and prefilling the history again. At submit time a full queue is
+// refused (429), as is a job that could not fit even alone, or anything after stop() began (503).
 #pragma once
 
 #include <chrono>
@@ -57,14 +58,16 @@ class Scheduler {
   size_t running() const;
 
  private:
-  // Idle work must give way: the scheduler is stopping, or a job waits whose prompt does not
-  // begin with `needed`.
-  bool idle_must_yield(std::span<const int32_t> needed) const;
+  // Idle work on `slot` must give way: the scheduler is stopping, or a job waits whose prompt
+  // does not begin with `needed`. Records that the slot is producing `needed`.
+  bool idle_must_yield(size_t slot, std::span<const int32_t> needed);
   // The most sequence state `job` can need: its prompt plus max_tokens generated rows.
   uint64_t worst_case_bytes(const GenerationJob& job) const;
-  // The front job can start now (caller holds mutex_).
-  bool front_fits() const;
-  void slot_loop();
+  // The front job can start now on `slot` (caller holds mutex_): a slot and memory are free,
+  // and no other slot's idle work is producing the beginning of its prompt (that slot takes it,
+  // its session holding that beginning, rather than another prefilling it again).
+  bool front_fits(size_t slot) const;
+  void slot_loop(size_t slot);
   void run_one(GenerationJob& job, InferenceSession& session);
   void publish_gauges();  // caller holds mutex_
 
@@ -80,6 +83,9 @@ class Scheduler {
   std::deque<std::shared_ptr<GenerationJob>> queue_;
   std::vector<std::shared_ptr<GenerationJob>> active_;
   uint64_t active_bytes_ = 0;  // worst cases of the active jobs
+  // Per slot: the tokens its last idle work produced or is producing, until it takes a job
+  // (what the hook last passed to the pre-emption check, copied), empty otherwise.
+  std::vector<std::vector<int32_t>> producing_;
   bool stopping_ = false;
   bool exit_ = false;
   std::vector<std::thread> slots_;

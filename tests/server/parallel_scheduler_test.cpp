@@ -4,8 +4,10 @@
 // step histograms reach the metrics.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +32,31 @@ bool eventually(F condition) {
   }
   return true;
 }
+
+// Idle work (after the first request only) that produces `history` until released or
+// pre-empted, and the session each request's lookup ran on.
+class SlowIdleHooks : public CacheHooks {
+ public:
+  CacheLookupResult lookup_and_restore(const PromptView&, InferenceSession& session) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    lookups.push_back(&session);
+    return {};
+  }
+  void on_idle(InferenceSession& session, const IdlePreemption& preempted) override {
+    if (idle_calls++ > 0) return;
+    idle_session = &session;
+    while (!released && !preempted(history)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
+  std::vector<int32_t> history;
+  std::atomic<int> idle_calls{0};
+  std::atomic<InferenceSession*> idle_session{nullptr};
+  std::atomic<bool> released{false};
+  std::mutex mutex;
+  std::vector<InferenceSession*> lookups;
+};
 
 class ParallelSchedulerTest : public ::testing::Test {
  protected:
@@ -112,6 +139,28 @@ TEST_F(ParallelSchedulerTest, FreeSlotsTakeJobsEvenWithNoQueue) {
     EXPECT_EQ(e.status(), 429);
   }
   for (auto& j : jobs) EXPECT_EQ(reply(*j).first, "one two three");
+  scheduler.stop(std::chrono::milliseconds(1000));
+}
+
+// A fast client's next turn arrives while one slot's idle work pre-fills its history: it waits
+// for that slot (whose session then holds the history) though another slot is free.
+TEST_F(ParallelSchedulerTest, AJobWaitsForTheSlotWhoseIdleWorkProducesItsPrompt) {
+  SlowIdleHooks hooks;
+  Scheduler scheduler(*runtime_, hooks, nullptr, 8, {}, {.parallel = 2});
+  auto first = job(1, "turn one", 5), next = job(2, "turn one, reply, next turn", 50);
+  hooks.history.assign(next->prompt().ids.begin(), next->prompt().ids.begin() + 8);
+  scheduler.submit(first);
+  reply(*first);
+  ASSERT_TRUE(eventually([&] { return hooks.idle_session.load() != nullptr; }));
+  scheduler.submit(next);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(scheduler.running(), 0u);  // the free slot did not take it
+  EXPECT_EQ(scheduler.queued(), 1u);
+  hooks.released = true;
+  EXPECT_EQ(reply(*next).first, "one two three");
+  std::lock_guard<std::mutex> lock(hooks.mutex);
+  ASSERT_EQ(hooks.lookups.size(), 2u);
+  EXPECT_EQ(hooks.lookups[1], hooks.idle_session.load());  // the slot that pre-filled it
   scheduler.stop(std::chrono::milliseconds(1000));
 }
 
