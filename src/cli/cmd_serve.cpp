@@ -43,11 +43,15 @@ std::string url(const std::string& host, int port) {
 
 void log_ready(const server::ModelRuntime& runtime, const server::ApiServer& api,
                const server::ServerOptions& options) {
-  std::string line = "ready: model=" + runtime.model_id + " arch=" + runtime.architecture + " " +
-                     runtime.description +
-                     " kv_cache_dtype=" + dtype_name(runtime.state_layout.kv_dtype) +
-                     " memory=" + std::to_string(current_rss_bytes() >> 20) +
-                     "MiB url=" + url(options.host, api.port());
+  std::string line =
+      "ready: model=" + runtime.model_id + " arch=" + runtime.architecture + " " +
+      runtime.description + " kv_cache_dtype=" + dtype_name(runtime.state_layout.kv_dtype) +
+      " memory=" + std::to_string(current_rss_bytes() >> 20) + "MiB" +
+      " parallel=" + std::to_string(api.scheduler_limits().parallel) +
+      " batch_memory=" + std::to_string(api.scheduler_limits().memory_budget_bytes >> 20) +
+      "MiB sequence_state=" + std::to_string(runtime.state_layout.kv_bytes_per_token()) +
+      "B/token+" + std::to_string(runtime.state_layout.recurrent_bytes() >> 10) + "KiB" +
+      " url=" + url(options.host, api.port());
   if (api.metrics_port() != 0)
     line += " metrics=" + url(options.host, api.metrics_port()) + "/metrics";
   log_info(line);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "engine/batch_engine.h"
 
 namespace qmlx {
 
@@ -33,13 +34,16 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
       layout_(state_layout_of(*model_, options.kv_dtype)),
       state_(model_->new_state(kv_type_of(options.kv_dtype))) {}
 
+int prefill_chunk_for(const Model& model, int requested) {
+  if (requested > 0) return requested;
+  return model.config().num_experts > 0 ? kMoePrefillChunk : kDensePrefillChunk;
+}
+
 bool Session::prefill(std::span<const int32_t> tokens, const PrefillProgress& progress,
                       const std::atomic<bool>* cancel) {
   if (tokens.empty()) return true;
-  const bool moe = model_->config().num_experts > 0;
-  const size_t chunk = size_t(options_.prefill_chunk > 0 ? options_.prefill_chunk
-                              : moe                      ? kMoePrefillChunk
-                                                         : kDensePrefillChunk);
+  if (options_.engine) return options_.engine->prefill(*this, tokens, progress, cancel);
+  const size_t chunk = size_t(prefill_chunk_for(*model_, options_.prefill_chunk));
   ForwardOptions fo{options_.delta_rule, RowKind::kPrompt};
   for (size_t done = 0; done < tokens.size();) {
     if (cancel && cancel->load()) return false;
@@ -53,6 +57,7 @@ bool Session::prefill(std::span<const int32_t> tokens, const PrefillProgress& pr
 }
 
 void Session::decode(int32_t token) {
+  if (options_.engine) return options_.engine->decode(*this, token);
   logits_.resize(layout_.vocab_size);
   model_->forward(std::span<const int32_t>(&token, 1), state_, logits_.data(),
                   ForwardOptions{options_.delta_rule, RowKind::kGenerated});

@@ -17,6 +17,8 @@
 
 namespace qmlx {
 
+class BatchEngine;
+
 // The default prefill chunks (see SessionOptions::prefill_chunk).
 constexpr int kMoePrefillChunk = 1024;
 constexpr int kDensePrefillChunk = 512;
@@ -30,7 +32,13 @@ struct SessionOptions {
   // 10% memory headroom of a small 4-bit model (0.8B shape: peak RSS 665 -> 710 MB).
   int prefill_chunk = 0;
   DeltaRuleForm delta_rule = DeltaRuleForm::kAuto;
+  // When set, prefill and decode run through this shared step loop, batched with the other
+  // sequences that use it (engine/batch_engine.h); its own step budget replaces prefill_chunk.
+  std::shared_ptr<BatchEngine> engine;
 };
+
+// Tokens per prefill forward for `model`: `requested`, or the default above when it is 0.
+int prefill_chunk_for(const Model& model, int requested);
 
 // Called after each prefill chunk with (tokens done, total).
 using PrefillProgress = std::function<void(int64_t done, int64_t total)>;
@@ -39,10 +47,11 @@ class Session : public StateSource, public StateSink {
  public:
   explicit Session(std::shared_ptr<const Model> model, SessionOptions options = {});
 
-  // Feeds tokens in chunks. Returns false when *cancel became true between chunks; the
-  // Session is then consistent at the last finished chunk.
+  // Feeds tokens (prompt rows) in chunks. Returns false when *cancel became true between chunks;
+  // the Session is then consistent at the last finished chunk.
   bool prefill(std::span<const int32_t> tokens, const PrefillProgress& progress = {},
                const std::atomic<bool>* cancel = nullptr);
+  // Feeds one generated row (a decode step).
   void decode(int32_t token);
 
   // Drops positions [m, n). Only for models without recurrent layers (throws otherwise). The
@@ -70,6 +79,8 @@ class Session : public StateSource, public StateSink {
   void set_logits(std::span<const float> logits) override;
 
  private:
+  friend class BatchEngine;  // runs this session's rows inside its steps
+
   void check_kv_range(int a, int64_t begin, int64_t end) const;
 
   std::shared_ptr<const Model> model_;

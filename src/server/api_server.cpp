@@ -267,8 +267,17 @@ void ApiServer::start() {
 
 void ApiServer::set_ready(std::shared_ptr<const ModelRuntime> runtime, CacheHooks& hooks,
                           PrefixCache* cache) {
-  auto scheduler = std::make_unique<Scheduler>(*runtime, hooks, &state_->metrics,
-                                               state_->options.max_queue, state_->settings.runner);
+  const ServerOptions& options = state_->options;
+  SchedulerLimits limits;
+  limits.parallel = options.parallel;
+  limits.memory_budget_bytes =
+      options.max_batch_memory_mb > 0
+          ? uint64_t(options.max_batch_memory_mb) << 20
+          : uint64_t(options.parallel) *
+                sequence_state_bytes(runtime->state_layout, state_->context_limit(*runtime));
+  scheduler_limits_ = limits;
+  auto scheduler = std::make_unique<Scheduler>(*runtime, hooks, &state_->metrics, options.max_queue,
+                                               state_->settings.runner, limits);
   const bool later_system = template_takes_later_system(*runtime);
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->template_takes_later_system = later_system;

@@ -50,6 +50,9 @@ class ApiServer {
   void set_ready(std::shared_ptr<const ModelRuntime> runtime, CacheHooks& hooks,
                  PrefixCache* cache = nullptr);
 
+  // The slots and the batch memory budget set_ready gave the scheduler (for the start-up line).
+  SchedulerLimits scheduler_limits() const { return scheduler_limits_; }
+
   // Stops accepting, lets in-flight requests finish for up to `grace` then cuts them, flushes
   // the cache hooks, and returns when every thread has ended.
   void stop(std::chrono::milliseconds grace);
@@ -63,6 +66,7 @@ class ApiServer {
   std::unique_ptr<http::Server> metrics_http_;
   int port_ = 0;
   int metrics_port_ = 0;
+  SchedulerLimits scheduler_limits_;
 };
 
 }  // namespace qmlx::server

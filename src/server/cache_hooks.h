@@ -1,7 +1,9 @@
 // CacheHooks: the points in a request's life where the prefix cache acts. The scheduler calls
-// them on the engine thread, in order: lookup_and_restore before prefill, on_prefill_progress
-// between prefill chunks, on_prompt_end after prefill, then exactly one of on_generation_end
-// or on_interrupted, and on_idle after each request (idle work that gives way to the next). The
+// them on the thread of the slot that runs the request, in order: lookup_and_restore before
+// prefill, on_prefill_progress between prefill chunks, on_prompt_end after prefill, then exactly
+// one of on_generation_end or on_interrupted, and on_idle after each request (idle work that
+// gives way to the next). With --parallel N the N slots call concurrently, each with its own
+// session: an implementation is thread-safe and keeps what it remembers per session. The
 // default does nothing (no cache): the server is complete without one, and the cache plugs in by
 // implementing this.
 #pragma once

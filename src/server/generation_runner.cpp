@@ -254,7 +254,7 @@ class Run {
         reason = FinishReason::kCancelled;
         break;
       }
-      session_.prefill(std::span<const int32_t>(&token, 1));
+      session_.decode(token);
       hooks_.on_decode_step(view_, history, session_.state_source());
     }
     // The detokenizer's flush may complete a stop string too.

@@ -27,8 +27,10 @@ class InferenceSession {
   virtual int64_t position() const = 0;
   // Back to position 0.
   virtual void reset() = 0;
-  // Appends tokens (the engine chunks internally); logits() is then of the last one.
+  // Appends prompt tokens (the engine chunks internally); logits() is then of the last one.
   virtual void prefill(std::span<const int32_t> ids) = 0;
+  // Appends one generated token (a decode step: the engine computes it as a generated row).
+  virtual void decode(int32_t id) { prefill(std::span<const int32_t>(&id, 1)); }
   virtual std::span<const float> logits() const = 0;
   // The cache's view of the state (copy out checkpoints, install restores).
   virtual StateSource& state_source() = 0;
@@ -56,6 +58,9 @@ struct RenderedPrompt {
   std::vector<int64_t> edit_points;
 };
 
+// Hears about every engine step: sequences in it, rows fed (decode + prompt), its time.
+using StepListener = std::function<void(int sequences, int rows, double seconds)>;
+
 struct ModelRuntime {
   std::string model_id;      // the id in /v1/models and in responses
   std::string architecture;  // from config.json, for the start-up line
@@ -79,7 +84,10 @@ struct ModelRuntime {
                             const nlohmann::ordered_json& tools, bool add_generation_prompt,
                             const nlohmann::ordered_json& kwargs)>
       render_text;
+  // Sessions share one engine step loop: those in flight together are batched.
   std::function<std::unique_ptr<InferenceSession>()> new_session;
+  // Sets (or, with an empty listener, clears) what hears about the engine's steps; optional.
+  std::function<void(StepListener)> listen_steps;
   std::function<std::unique_ptr<TokenSampler>(const SamplingParams& params, uint64_t seed)>
       new_sampler;
 };

@@ -16,6 +16,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr int kMaxParallel = 64;
+
 const char kConfigHelp[] = R"(Configuration file (--cache-config FILE), the qMLX cache_config.json:
   {
     "cache": { ... },            the prefix cache settings
@@ -212,6 +214,13 @@ void validate_options(const ServerOptions& options) {
   }
   if (options.max_body_mb < 1) throw Error("--max-body-mb must be at least 1");
   if (options.max_context < 0) throw Error("--max-context must not be negative");
+  if (options.parallel < 1 || options.parallel > kMaxParallel) {
+    throw Error("--parallel must be in 1.." + std::to_string(kMaxParallel) +
+                " (sequences in flight at once), not " + std::to_string(options.parallel));
+  }
+  if (options.max_batch_memory_mb < 0) {
+    throw Error("--max-batch-memory must not be negative (0 = --parallel full-context sequences)");
+  }
 }
 
 ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
@@ -274,6 +283,15 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
   app.add_option("--max-queue", options.max_queue,
                  "Requests that may wait for the engine; more get 429")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--parallel", options.parallel,
+                 "Sequences in flight at once (1.." + std::to_string(kMaxParallel) +
+                     "); they share each engine step, so decode reads the weights once for all")
+      ->capture_default_str();
+  app.add_option("--max-batch-memory", options.max_batch_memory_mb,
+                 "MiB of K/V and recurrent state the running sequences may need together at "
+                 "worst (prompt + max_tokens each); a request waits for room, or gets 503 when "
+                 "it cannot fit alone (0 = --parallel full-context sequences)")
       ->capture_default_str();
   try {
     app.parse(argc, argv);

@@ -49,7 +49,13 @@ struct ServerOptions {
   SamplingDefaults sampling;
   LogFormat log_format = LogFormat::kText;
   int max_body_mb = 64;
-  int max_queue = 16;  // requests waiting for the engine beyond the active one
+  int max_queue = 16;  // requests waiting for a slot beyond the running ones
+  // Sequences in flight at once (--parallel), each on its own slot; they share the engine's
+  // steps (continuous batching).
+  int parallel = 1;
+  // The budget of sequence state (K/V + recurrent) the running sequences may need together at
+  // worst, in MiB (--max-batch-memory); 0: --parallel times one full-context sequence.
+  int64_t max_batch_memory_mb = 0;
   // The config file's "cache" object, passed through untouched to the cache's own parser.
   nlohmann::json cache_config = nlohmann::json::object();
   // The config file's "prompt_normalization" object: which rules rewrite requests.

@@ -25,10 +25,15 @@ std::string miss_reason(const RestoreResult& result) {
 PrefixCacheHooks::PrefixCacheHooks(PrefixCache& cache, std::shared_ptr<const Tokenizer> tokenizer)
     : cache_(cache), tokenizer_(std::move(tokenizer)) {}
 
-int64_t PrefixCacheHooks::live_prefix(std::span<const int32_t> ids,
-                                      const InferenceSession& session) const {
-  const size_t held = live_.size();
-  if (session.position() != int64_t(held) || !prompt_needs(ids, live_)) return 0;
+PrefixCacheHooks::Sequence& PrefixCacheHooks::sequence(const StateSource& session) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sequences_[&session];
+}
+
+int64_t PrefixCacheHooks::live_prefix(const Sequence& seq, std::span<const int32_t> ids,
+                                      const InferenceSession& session) {
+  const size_t held = seq.live.size();
+  if (session.position() != int64_t(held) || !prompt_needs(ids, seq.live)) return 0;
   // The whole prompt held: usable only with the logits of its last token.
   if (held == ids.size() && session.logits().empty()) return 0;
   return int64_t(held);
@@ -36,16 +41,17 @@ int64_t PrefixCacheHooks::live_prefix(std::span<const int32_t> ids,
 
 CacheLookupResult PrefixCacheHooks::lookup_and_restore(const PromptView& prompt,
                                                        InferenceSession& session) {
-  pending_history_ = nullptr;  // a request pre-empts the idle pre-fill
-  const int64_t live = live_prefix(prompt.ids, session);
-  live_.clear();  // known again when this request ends
-  edit_stops_.clear();
-  head_tokens_ = std::max<int64_t>(0, prompt.last_message_end);
-  prompt_tokens_ = int64_t(prompt.ids.size());
+  Sequence& seq = sequence(session.state_source());
+  seq.pending_history = nullptr;  // a request pre-empts the idle pre-fill
+  const int64_t live = live_prefix(seq, prompt.ids, session);
+  seq.live.clear();  // known again when this request ends
+  seq.edit_stops.reset();
+  seq.head_tokens = std::max<int64_t>(0, prompt.last_message_end);
+  seq.prompt_tokens = int64_t(prompt.ids.size());
   RestoreResult result = cache_.restore(prompt.ids, session.state_sink(), {live, false});
   CacheLookupResult out;
   out.cached_tokens = result.hit ? result.cached_tokens : 0;
-  restored_ = out.cached_tokens;
+  seq.restored = out.cached_tokens;
   if (result.hit) {
     out.kind = result.tier == kSessionTier ? std::string("live")
                : result.point.is_snapshot  ? std::string(snapshot_kind_name(result.point.kind))
@@ -98,8 +104,7 @@ std::vector<int64_t> PrefixCacheHooks::checkpoint_positions(const PromptView& pr
   const int64_t total = int64_t(prompt.ids.size());
   std::vector<int64_t> stops;
   if (!cache_.config().enabled()) return stops;
-  edit_stops_ = chosen_edit_points(prompt, from);
-  std::vector<int64_t> boundaries = edit_stops_;
+  std::vector<int64_t> boundaries = chosen_edit_points(prompt, from);
   boundaries.push_back(prompt.last_user_start);
   boundaries.push_back(prompt.last_message_end);
   for (int64_t boundary : boundaries) {
@@ -119,11 +124,15 @@ void PrefixCacheHooks::on_prefill_progress(const PromptView& prompt, const State
   const int64_t total = int64_t(prompt.ids.size());
   if (position >= total) return;  // on_prompt_end takes the end of the prompt
   const int64_t every = cache_.config().prefill_checkpoint_tokens;
+  Sequence& seq = sequence(session);
+  // The same points checkpoint_positions chose: the prefill started where the restore ended.
+  if (!seq.edit_stops) seq.edit_stops = chosen_edit_points(prompt, seq.restored);
+  const std::vector<int64_t>& edit_stops = *seq.edit_stops;
   if (position == prompt.last_message_end) {
     cache_.capture(session, prompt.ids, SnapshotKind::kMessageBoundary);
   } else if (position == prompt.last_user_start) {
     cache_.capture(session, prompt.ids, SnapshotKind::kUserStart);
-  } else if (std::binary_search(edit_stops_.begin(), edit_stops_.end(), position)) {
+  } else if (std::binary_search(edit_stops.begin(), edit_stops.end(), position)) {
     cache_.capture(session, prompt.ids, SnapshotKind::kEditPoint);
   } else if (every > 0 && position % every == 0) {
     cache_.capture(session, prompt.ids, SnapshotKind::kPrefillProgress);
@@ -131,7 +140,7 @@ void PrefixCacheHooks::on_prefill_progress(const PromptView& prompt, const State
 }
 
 void PrefixCacheHooks::on_prompt_end(const PromptView& prompt, const StateSource& session) {
-  cache_.count_prefill(int64_t(prompt.ids.size()) - restored_);
+  cache_.count_prefill(int64_t(prompt.ids.size()) - sequence(session).restored);
   // A prompt that ends at its last message (no generation prompt) is a boundary too.
   SnapshotKind kind = int64_t(prompt.ids.size()) == prompt.last_message_end
                           ? SnapshotKind::kMessageBoundary
@@ -151,65 +160,68 @@ void PrefixCacheHooks::on_decode_step(const PromptView& prompt, std::span<const 
 void PrefixCacheHooks::on_generation_end(std::span<const int32_t> tokens,
                                          const StateSource& session, CanonicalHistory next_turn) {
   cache_.capture(session, tokens, SnapshotKind::kGenerationEnd);
-  pending_history_ = std::move(next_turn);
-  pending_head_.assign(tokens.begin(),
-                       tokens.begin() + std::min<int64_t>(head_tokens_, int64_t(tokens.size())));
-  live_.assign(tokens.begin(),
-               tokens.begin() + std::clamp<int64_t>(session.position(), 0, int64_t(tokens.size())));
+  Sequence& seq = sequence(session);
+  seq.pending_history = std::move(next_turn);
+  seq.pending_head.assign(
+      tokens.begin(), tokens.begin() + std::min<int64_t>(seq.head_tokens, int64_t(tokens.size())));
+  seq.live.assign(tokens.begin(), tokens.begin() + std::clamp<int64_t>(session.position(), 0,
+                                                                       int64_t(tokens.size())));
 }
 
 void PrefixCacheHooks::on_interrupted(std::span<const int32_t> tokens, InferenceSession& session) {
-  pending_history_ = nullptr;
-  live_.clear();
+  Sequence& seq = sequence(session.state_source());
+  seq.pending_history = nullptr;
+  seq.live.clear();
   const int64_t kept = int64_t(tokens.size());
   if (session.position() > kept) {
     // Generation ran ahead of what reached the client. A recurrent state cannot be rewound:
     // restore the deepest resume point (the prompt's end, in RAM) and prefill the delivered
     // reply again. Nothing delivered, or a prompt not restorable yet (that would cost a whole
     // prefill): the prompt_end snapshot already covers what the client has.
-    if (kept <= prompt_tokens_) return;
+    if (kept <= seq.prompt_tokens) return;
     RestoreResult restored = cache_.restore(tokens, session.state_sink(), {0, /*quiet=*/true});
-    if (!restored.hit || restored.cached_tokens < prompt_tokens_) {
+    if (!restored.hit || restored.cached_tokens < seq.prompt_tokens) {
       session.reset();
       return;
     }
   }
   if (session.position() < kept) session.prefill(tokens.subspan(size_t(session.position())));
   cache_.capture(session.state_source(), tokens, SnapshotKind::kInterrupted);
-  live_.assign(tokens.begin(), tokens.end());
+  seq.live.assign(tokens.begin(), tokens.end());
 }
 
 void PrefixCacheHooks::on_idle(InferenceSession& session, const IdlePreemption& preempted) {
-  CanonicalHistory render = std::move(pending_history_);
-  pending_history_ = nullptr;
-  const std::vector<int32_t> head = std::move(pending_head_);
-  pending_head_.clear();
+  Sequence& seq = sequence(session.state_source());
+  CanonicalHistory render = std::move(seq.pending_history);
+  seq.pending_history = nullptr;
+  const std::vector<int32_t> head = std::move(seq.pending_head);
+  seq.pending_head.clear();
   // A waiting request that does not begin with the last prompt's messages is another
   // conversation: it must not wait for this one's rendering.
   if (!render || !cache_.config().enabled() || preempted(head)) return;
   // Each history on its own: a waiting request may need the second and not the first.
-  for (const std::vector<int32_t>& ids : render()) prefill_history(ids, session, preempted);
+  for (const std::vector<int32_t>& ids : render()) prefill_history(seq, ids, session, preempted);
 }
 
-void PrefixCacheHooks::prefill_history(const std::vector<int32_t>& ids, InferenceSession& session,
-                                       const IdlePreemption& preempted) {
+void PrefixCacheHooks::prefill_history(Sequence& seq, const std::vector<int32_t>& ids,
+                                       InferenceSession& session, const IdlePreemption& preempted) {
   // A waiting request that begins with this history would prefill it anyway: finish it first.
   if (preempted(ids)) return;
   std::vector<ResumePoint> points = cache_.lookup(ids);
   if (!points.empty() && points.front().position == int64_t(ids.size())) return;  // stored
   RestoreResult restored =
-      cache_.restore(ids, session.state_sink(), {live_prefix(ids, session), /*quiet=*/true});
+      cache_.restore(ids, session.state_sink(), {live_prefix(seq, ids, session), /*quiet=*/true});
   int64_t position = restored.hit ? restored.cached_tokens : 0;
-  live_.assign(ids.begin(), ids.begin() + position);
+  seq.live.assign(ids.begin(), ids.begin() + position);
   while (position < int64_t(ids.size())) {
-    // Pre-empted halfway, the session keeps what is done (live_ says what): a request that
+    // Pre-empted halfway, the session keeps what is done (seq.live says what): a request that
     // begins with it still continues from there.
     if (preempted(ids)) return;
     int64_t n = std::min<int64_t>(kIdlePrefillChunk, int64_t(ids.size()) - position);
     std::span<const int32_t> chunk =
         std::span<const int32_t>(ids).subspan(size_t(position), size_t(n));
     session.prefill(chunk);
-    live_.insert(live_.end(), chunk.begin(), chunk.end());
+    seq.live.insert(seq.live.end(), chunk.begin(), chunk.end());
     position += n;
   }
   cache_.capture(session.state_source(), ids, SnapshotKind::kCanonicalHistory);

@@ -10,6 +10,7 @@
 #include "base/logging.h"
 #include "base/process.h"
 #include "base/progress.h"
+#include "engine/batch_engine.h"
 #include "engine/model_identity.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
@@ -28,6 +29,7 @@ class EngineSession : public InferenceSession {
   int64_t position() const override { return session_.position(); }
   void reset() override { session_.reset(0); }
   void prefill(std::span<const int32_t> ids) override { session_.prefill(ids); }
+  void decode(int32_t id) override { session_.decode(id); }
   std::span<const float> logits() const override { return session_.logits(); }
   StateSource& state_source() override { return session_; }
   StateSink& state_sink() override { return session_; }
@@ -173,8 +175,17 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
     return chat->render(messages, tools.empty() ? ordered_json(nullptr) : tools,
                         add_generation_prompt, kwargs);
   };
+  // One step loop for every session: with --parallel N the slots' sequences share its steps.
+  auto engine = std::make_shared<BatchEngine>(model);
+  session_options.engine = engine;
   runtime->new_session = [model, session_options] {
     return std::make_unique<EngineSession>(model, session_options);
+  };
+  runtime->listen_steps = [engine](StepListener listener) {
+    if (!listener) return engine->set_step_observer({});
+    engine->set_step_observer([listener = std::move(listener)](const BatchStepStats& s) {
+      listener(s.sequences, s.decode_rows + s.prompt_rows, s.seconds);
+    });
   };
   int32_t max_token_id = tokenizer->vocab_size() - 1;
   runtime->new_sampler = [max_token_id](const SamplingParams& params, uint64_t seed) {

@@ -1,34 +1,80 @@
 #include "server/scheduler.h"
 
+#include <algorithm>
+
 #include "base/logging.h"
 
 namespace qmlx::server {
 
+uint64_t sequence_state_bytes(const StateLayout& layout, int64_t tokens) {
+  return uint64_t(std::max<int64_t>(tokens, 0)) * layout.kv_bytes_per_token() +
+         layout.recurrent_bytes();
+}
+
 Scheduler::Scheduler(const ModelRuntime& runtime, CacheHooks& hooks, ServerMetrics* metrics,
-                     size_t max_queue, RunnerSettings settings)
+                     size_t max_queue, RunnerSettings settings, SchedulerLimits limits)
     : runtime_(runtime),
       hooks_(hooks),
       metrics_(metrics),
       max_queue_(max_queue),
       settings_(settings),
-      worker_([this] { worker_loop(); }) {}
+      limits_(limits) {
+  if (metrics_ && runtime_.listen_steps) {
+    runtime_.listen_steps([metrics = metrics_](int sequences, int, double seconds) {
+      metrics->record_step(sequences, seconds);
+    });
+  }
+  const size_t slots = size_t(std::max(1, limits_.parallel));
+  producing_.resize(slots);
+  for (size_t i = 0; i < slots; ++i) slots_.emplace_back([this, i] { slot_loop(i); });
+}
 
 Scheduler::~Scheduler() { stop(std::chrono::milliseconds(0)); }
 
+uint64_t Scheduler::worst_case_bytes(const GenerationJob& job) const {
+  const int64_t tokens = int64_t(job.prompt().ids.size()) + job.request().max_tokens.value_or(1);
+  return sequence_state_bytes(runtime_.state_layout, tokens);
+}
+
 void Scheduler::submit(std::shared_ptr<GenerationJob> job) {
+  const uint64_t need = worst_case_bytes(*job);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) throw ApiError(503, "the server is shutting down");
-    if (queue_.size() >= max_queue_ && active_ != nullptr) {
+    if (limits_.memory_budget_bytes > 0 && need > limits_.memory_budget_bytes) {
+      throw ApiError(503, "the request needs up to " +
+                              std::to_string((need + (1 << 20) - 1) >> 20) +
+                              " MiB of sequence state (prompt + max_tokens), more than the " +
+                              std::to_string(limits_.memory_budget_bytes >> 20) +
+                              " MiB batch memory budget (--max-batch-memory); lower max_tokens "
+                              "or shorten the prompt");
+    }
+    // Jobs that free slots are about to take do not count as waiting.
+    const size_t free_slots = size_t(std::max(1, limits_.parallel)) - active_.size();
+    if (queue_.size() >= max_queue_ + free_slots && !active_.empty()) {
       throw ApiError(429, "too many requests are waiting for the model; retry later");
     }
     queue_.push_back(std::move(job));
+    publish_gauges();
   }
   changed_.notify_all();
 }
 
-bool Scheduler::idle_must_yield(std::span<const int32_t> needed) const {
+bool Scheduler::front_fits(size_t slot) const {
+  if (queue_.empty() || active_.size() >= size_t(std::max(1, limits_.parallel))) return false;
+  const std::vector<int32_t>& prompt = queue_.front()->prompt().ids;
+  for (size_t other = 0; other < producing_.size(); ++other) {
+    if (other != slot && prompt_needs(prompt, producing_[other])) return false;
+  }
+  if (limits_.memory_budget_bytes == 0 || active_.empty()) return true;
+  return active_bytes_ + worst_case_bytes(*queue_.front()) <= limits_.memory_budget_bytes;
+}
+
+bool Scheduler::idle_must_yield(size_t slot, std::span<const int32_t> needed) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // Copied: the hook's vector may be gone by the time another slot looks (a request's prompt
+  // is far longer than this copy takes, and it happens once per idle pre-fill step).
+  producing_[slot].assign(needed.begin(), needed.end());
   if (exit_) return true;
   if (queue_.empty()) return false;
   return !prompt_needs(queue_.front()->prompt().ids, needed);
@@ -39,33 +85,55 @@ size_t Scheduler::queued() const {
   return queue_.size();
 }
 
+size_t Scheduler::running() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return active_.size();
+}
+
+void Scheduler::publish_gauges() {
+  if (metrics_) metrics_->set_sequences(active_.size(), queue_.size());
+}
+
 void Scheduler::stop(std::chrono::milliseconds grace) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (exit_ && !worker_.joinable()) return;
+  if (exit_ && slots_.empty()) return;
   stopping_ = true;
-  changed_.wait_for(lock, grace, [&] { return queue_.empty() && active_ == nullptr; });
+  changed_.wait_for(lock, grace, [&] { return queue_.empty() && active_.empty(); });
   for (auto& job : queue_) job->cancel();
-  if (active_) active_->cancel();
+  for (auto& job : active_) job->cancel();
   exit_ = true;
+  std::vector<std::thread> slots = std::move(slots_);
+  slots_.clear();
   lock.unlock();
   changed_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  for (std::thread& slot : slots) slot.join();
+  if (metrics_ && runtime_.listen_steps) runtime_.listen_steps({});
   hooks_.flush();
 }
 
-void Scheduler::worker_loop() {
+void Scheduler::slot_loop(size_t slot) {
   std::unique_ptr<InferenceSession> session;
   bool idle_pending = false;
   for (;;) {
     std::shared_ptr<GenerationJob> job;
+    uint64_t job_bytes = 0;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [&] { return !queue_.empty() || exit_ || idle_pending; });
+      // A job the budget cannot take yet waits at the front (first come, first served) until a
+      // running one ends; with exit_ the queued jobs are cancelled and run to their end at once.
+      changed_.wait(lock, [&] {
+        return (queue_.empty() && exit_) || idle_pending || front_fits(slot) ||
+               (exit_ && !queue_.empty());
+      });
       if (queue_.empty() && exit_) return;
-      if (!queue_.empty() && !idle_pending) {
+      if (!idle_pending && (front_fits(slot) || exit_)) {
         job = queue_.front();
         queue_.pop_front();
-        active_ = job;
+        producing_[slot] = {};
+        job_bytes = worst_case_bytes(*job);
+        active_.push_back(job);
+        active_bytes_ += job_bytes;
+        publish_gauges();
       }
     }
     if (!job) {
@@ -73,8 +141,11 @@ void Scheduler::worker_loop() {
       // request needs before it runs.
       idle_pending = false;
       if (session) {
-        hooks_.on_idle(*session,
-                       [this](std::span<const int32_t> needed) { return idle_must_yield(needed); });
+        // What it produced stays marked until this slot takes a job: the job that needs it
+        // then comes here (no other slot may grab it in between).
+        hooks_.on_idle(*session, [this, slot](std::span<const int32_t> needed) {
+          return idle_must_yield(slot, needed);
+        });
       }
       continue;
     }
@@ -82,8 +153,10 @@ void Scheduler::worker_loop() {
     run_one(*job, *session);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      active_.reset();
+      active_.erase(std::find(active_.begin(), active_.end(), job));
+      active_bytes_ -= job_bytes;
       idle_pending = !exit_;
+      publish_gauges();
     }
     changed_.notify_all();
   }

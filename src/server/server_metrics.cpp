@@ -12,6 +12,9 @@ namespace qmlx::server {
 namespace {
 
 const std::vector<double> kSecondsBuckets = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+const std::vector<double> kBatchBuckets = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
+const std::vector<double> kStepBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                          0.1,   0.25,   0.5,   1,    2.5,   5};
 const std::vector<double> kRateBuckets = {1,   2.5, 5,    10,   25,   50,   100,
                                           250, 500, 1000, 2500, 5000, 10000};
 
@@ -40,7 +43,17 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry)
                                      "Decode throughput per request", kRateBuckets)),
       normalizations_(registry.counter("qmlx_prompt_normalizations_total",
                                        "Requests changed by each prompt normalization rule",
-                                       {"rule"})) {
+                                       {"rule"})),
+      running_sequences_(registry.gauge("qmlx_sequences_running",
+                                        "Sequences in flight on the engine's slots (--parallel)")),
+      waiting_sequences_(
+          registry.gauge("qmlx_sequences_waiting", "Requests waiting for a slot or for memory")),
+      batch_sequences_(registry.histogram("qmlx_batch_sequences",
+                                          "Sequences fed together in one engine step (decodes "
+                                          "and prefill chunks)",
+                                          kBatchBuckets)),
+      step_seconds_(
+          registry.histogram("qmlx_step_seconds", "Time of one engine step", kStepBuckets)) {
   for (const PromptNormalizationRule& rule : prompt_normalization_rules()) {
     normalizations_.add(0, {rule.name});  // every rule is listed, fired or not
   }
@@ -54,6 +67,16 @@ void ServerMetrics::record_request(const std::string& route, int status) {
 }
 
 void ServerMetrics::add_in_flight(int delta) { in_flight_.add(delta); }
+
+void ServerMetrics::set_sequences(size_t running, size_t waiting) {
+  running_sequences_.set(static_cast<double>(running));
+  waiting_sequences_.set(static_cast<double>(waiting));
+}
+
+void ServerMetrics::record_step(int sequences, double seconds) {
+  batch_sequences_.observe(sequences);
+  step_seconds_.observe(seconds);
+}
 
 void ServerMetrics::record_normalization(const std::vector<std::string>& rules) {
   for (const std::string& rule : rules) normalizations_.add(1, {rule});

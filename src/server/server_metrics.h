@@ -17,6 +17,10 @@ class ServerMetrics {
   void record_request(const std::string& route, int status);
   void add_in_flight(int delta);
   void record_generation(const GenerationStats& stats);
+  // Sequences running on the engine's slots and jobs waiting for one.
+  void set_sequences(size_t running, size_t waiting);
+  // One engine step: the sequences it fed (the batch size) and its time.
+  void record_step(int sequences, double seconds);
   // Counts each prompt normalization rule that changed a request.
   void record_normalization(const std::vector<std::string>& rules);
 
@@ -33,6 +37,10 @@ class ServerMetrics {
   Histogram& prefill_tps_;
   Histogram& decode_tps_;
   Counter& normalizations_;
+  Gauge& running_sequences_;
+  Gauge& waiting_sequences_;
+  Histogram& batch_sequences_;
+  Histogram& step_seconds_;
 };
 
 // The per-request log line: starts exactly `uid=<n> <HIT|MISS> cached=<c> prefill=<p>`; ends

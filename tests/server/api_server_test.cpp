@@ -537,6 +537,29 @@ TEST_F(ApiServerTest, FullQueueIs429) {
   first.join();
 }
 
+// Admission by memory (--max-batch-memory): a request whose prompt + max_tokens could not fit in
+// the budget even alone is refused at once with 503 and Retry-After; a smaller one is served.
+TEST_F(ApiServerTest, ARequestThatCannotFitInTheBatchMemoryIs503WithRetryAfter) {
+  ServerOptions options;
+  options.max_batch_memory_mb = 1;
+  start({.script = "fits"}, options, {}, /*ready=*/false);
+  StateLayout& layout = runtime_->state_layout;  // 4 KiB per token: 256 tokens per MiB
+  layout.num_layers = 4;
+  layout.attention_layers = {0, 1, 2, 3};
+  layout.kv_heads = 2;
+  layout.head_dim = 64;
+  layout.kv_dtype = DType::kF32;
+  server_->set_ready(runtime_, hooks_);
+  EXPECT_EQ(server_->scheduler_limits().memory_budget_bytes, 1u << 20);
+  auto refused = post("/v1/chat/completions", chat("x", {{"max_tokens", 500}}).dump());
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "5");
+  EXPECT_NE(refused->body.find("--max-batch-memory"), std::string::npos) << refused->body;
+  json served = post_json("/v1/chat/completions", chat("x", {{"max_tokens", 20}}));
+  EXPECT_EQ(served["choices"][0]["message"]["content"], "fits");
+}
+
 TEST_F(ApiServerTest, ConcurrentClientsAllGetTheirReply) {
   start({.script = "concurrent reply"});
   std::vector<std::thread> clients;
@@ -654,8 +677,10 @@ TEST_F(ApiServerTest, ANonStreamingRequestWhoseClientLeftIsCancelled) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   std::string body = chat("x").dump();
-  std::string request = "POST /v1/chat/completions HTTP/1.1\r\nAuthorization: Bearer x\r\n"
-                        "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string request =
+      "POST /v1/chat/completions HTTP/1.1\r\nAuthorization: Bearer x\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   send(fd, request.data(), request.size(), MSG_NOSIGNAL);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   close(fd);

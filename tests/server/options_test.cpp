@@ -172,6 +172,25 @@ TEST_F(OptionsTest, InvalidFlagValuesExitNonZero) {
   EXPECT_FALSE(parse({"--port", "abc"}).options);
 }
 
+TEST_F(OptionsTest, ParallelIsOneToSixtyFourAndTheBatchMemoryNotNegative) {
+  EXPECT_EQ(parse({}).options->parallel, 1);
+  EXPECT_EQ(parse({}).options->max_batch_memory_mb, 0);
+  auto parsed = parse({"--parallel", "8", "--max-batch-memory", "4096"});
+  EXPECT_EQ(parsed.options->parallel, 8);
+  EXPECT_EQ(parsed.options->max_batch_memory_mb, 4096);
+  EXPECT_EQ(parse({"--parallel", "64"}).options->parallel, 64);
+  for (const char* bad : {"0", "65"}) {
+    try {
+      parse({"--parallel", bad});
+      ADD_FAILURE() << "--parallel " << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--parallel must be in 1..64"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_THROW(parse({"--max-batch-memory", "-1"}), Error);
+}
+
 TEST_F(OptionsTest, KvCacheDtypeIsBf16UnlessInt8OrAFloatTypeIsAsked) {
   EXPECT_EQ(parse({}).options->kv_cache_dtype, DType::kBF16);
   EXPECT_EQ(parse({"--kv-cache-dtype", "int8"}).options->kv_cache_dtype, DType::kInt8);
@@ -213,6 +232,8 @@ TEST_F(OptionsTest, HelpDocumentsEveryFlagAndKey) {
                            "--log-format",
                            "--max-body-mb",
                            "--kv-cache-dtype",
+                           "--parallel",
+                           "--max-batch-memory",
                            "\"cache\"",
                            "\"path\"",
                            "\"hybrid_attention\"",

@@ -1,0 +1,199 @@
+#include "engine/batch_engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <string>
+
+#include "base/error.h"
+
+namespace qmlx {
+
+// A sequence's outstanding request: the rows still to feed. Lives on the caller's stack while
+// the caller waits; the step loop advances `done` and sets `finished` under the engine's mutex.
+struct BatchEngine::Work {
+  Session* session = nullptr;
+  std::span<const int32_t> tokens;
+  RowKind kind = RowKind::kPrompt;
+  const std::atomic<bool>* cancel = nullptr;
+  float* all_logits = nullptr;    // generated rows only: [T][vocab]
+  float* final_hidden = nullptr;  // generated rows only: [T][hidden]
+  size_t done = 0;
+  bool finished = false;
+  bool cancelled = false;
+  std::exception_ptr error;
+};
+
+BatchEngine::BatchEngine(std::shared_ptr<const Model> model, BatchEngineOptions options)
+    : model_(std::move(model)),
+      options_(options),
+      step_tokens_(prefill_chunk_for(*model_, options.step_tokens)),
+      thread_([this] { loop(); }) {}
+
+BatchEngine::~BatchEngine() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  work_arrived_.notify_all();
+  thread_.join();
+}
+
+void BatchEngine::set_step_observer(BatchStepObserver observer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  observer_ = std::move(observer);
+}
+
+void BatchEngine::check_tokens(std::span<const int32_t> tokens) const {
+  const int32_t vocab = model_->config().vocab_size;
+  for (int32_t t : tokens)
+    if (t < 0 || t >= vocab)
+      throw Error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
+                  std::to_string(vocab - 1) + ")");
+}
+
+bool BatchEngine::prefill(Session& session, std::span<const int32_t> tokens,
+                          const PrefillProgress& progress, const std::atomic<bool>* cancel) {
+  if (tokens.empty()) return true;
+  if (cancel && cancel->load()) return false;
+  check_tokens(tokens);
+  Work work;
+  work.session = &session;
+  work.tokens = tokens;
+  work.kind = RowKind::kPrompt;
+  work.cancel = cancel;
+  run(work, progress);
+  return !work.cancelled;
+}
+
+void BatchEngine::decode(Session& session, int32_t token) {
+  feed_generated(session, std::span<const int32_t>(&token, 1));
+}
+
+void BatchEngine::feed_generated(Session& session, std::span<const int32_t> tokens,
+                                 float* all_logits, float* final_hidden) {
+  if (tokens.empty()) return;
+  check_tokens(tokens);
+  Work work;
+  work.session = &session;
+  work.tokens = tokens;
+  work.kind = RowKind::kGenerated;
+  work.all_logits = all_logits;
+  work.final_hidden = final_hidden;
+  run(work, {});
+}
+
+void BatchEngine::run(Work& work, const PrefillProgress& progress) {
+  if (&work.session->model() != model_.get())
+    throw Error("BatchEngine: the session belongs to another model");
+  work.session->logits_.resize(work.session->layout_.vocab_size);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (stop_) throw Error("BatchEngine: stopped");
+  pending_.push_back(&work);
+  work_arrived_.notify_one();
+  size_t reported = 0;
+  for (;;) {
+    work_advanced_.wait(lock, [&] { return work.finished || work.done != reported; });
+    if (work.done != reported && progress && !work.cancelled) {
+      reported = work.done;
+      const size_t total = work.tokens.size();
+      lock.unlock();
+      progress(int64_t(reported), int64_t(total));
+      lock.lock();
+    }
+    reported = work.done;
+    if (work.finished) break;
+  }
+  if (work.error) std::rethrow_exception(work.error);
+}
+
+std::vector<size_t> BatchEngine::plan_step() const {
+  std::vector<size_t> give(pending_.size(), 0);
+  size_t prefills = 0;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (pending_[i]->kind == RowKind::kGenerated) {
+      give[i] = pending_[i]->tokens.size();  // a running decode (or verify) is never held back
+    } else {
+      ++prefills;
+    }
+  }
+  // The prompt budget, shared fairly: each prefill gets an equal share, and what a short one
+  // leaves goes to the others. One prefill alone gets min(budget, what it has left).
+  size_t budget = size_t(step_tokens_);
+  while (budget > 0 && prefills > 0) {
+    size_t unsatisfied = 0;
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      const Work& w = *pending_[i];
+      if (w.kind == RowKind::kPrompt && give[i] < w.tokens.size() - w.done) ++unsatisfied;
+    }
+    if (unsatisfied == 0) break;
+    const size_t share = std::max<size_t>(1, budget / unsatisfied);
+    for (size_t i = 0; i < pending_.size() && budget > 0; ++i) {
+      const Work& w = *pending_[i];
+      if (w.kind != RowKind::kPrompt) continue;
+      const size_t add = std::min({share, w.tokens.size() - w.done - give[i], budget});
+      give[i] += add;
+      budget -= add;
+    }
+  }
+  return give;
+}
+
+void BatchEngine::loop() {
+  using Clock = std::chrono::steady_clock;
+  const ForwardOptions forward_options{options_.delta_rule};
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    work_arrived_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+    if (pending_.empty()) return;  // stopping, nothing left
+    // A cancelled prefill leaves at the step boundary.
+    bool any_left = false;
+    for (Work* w : pending_) {
+      if (w->kind == RowKind::kPrompt && w->cancel && w->cancel->load()) {
+        w->cancelled = w->finished = true;
+        any_left = true;
+      }
+    }
+    if (any_left) {
+      std::erase_if(pending_, [](Work* w) { return w->finished; });
+      work_advanced_.notify_all();
+      if (pending_.empty()) continue;
+    }
+    const std::vector<size_t> give = plan_step();
+    std::vector<BatchSegment> segments;
+    std::vector<Work*> members;
+    BatchStepStats stats;
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      if (give[i] == 0) continue;
+      Work* w = pending_[i];
+      segments.push_back({w->tokens.subspan(w->done, give[i]), &w->session->state_, w->kind,
+                          w->session->logits_.data(), w->all_logits, w->final_hidden});
+      members.push_back(w);
+      (w->kind == RowKind::kGenerated ? stats.decode_rows : stats.prompt_rows) += int(give[i]);
+    }
+    stats.sequences = int(members.size());
+    BatchStepObserver observer = observer_;
+    // The members' sessions are not touched by their (waiting) callers while the step runs.
+    lock.unlock();
+    const auto start = Clock::now();
+    std::exception_ptr error;
+    try {
+      model_->forward_batch(segments, forward_options);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    stats.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (observer) observer(stats);
+    lock.lock();
+    for (size_t k = 0; k < members.size(); ++k) {
+      Work* w = members[k];
+      w->done += segments[k].tokens.size();
+      if (error) w->error = error;
+      if (error || w->done == w->tokens.size()) w->finished = true;
+    }
+    std::erase_if(pending_, [](Work* w) { return w->finished; });
+    work_advanced_.notify_all();
+  }
+}
+
+}  // namespace qmlx
