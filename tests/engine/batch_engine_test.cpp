@@ -63,15 +63,6 @@ std::vector<size_t> random_pieces(size_t n, std::mt19937_64& rng) {
   return pieces;
 }
 
-double relative_error(std::span<const float> a, std::span<const float> b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    num = std::max(num, std::abs(double(a[i]) - b[i]));
-    den = std::max(den, std::abs(double(b[i])));
-  }
-  return num / den;
-}
-
 class BatchEngineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -144,10 +135,8 @@ TEST_F(BatchEngineTest, ConcurrentSequencesGetWhatTheyGetAlone) {
     for (int t = 0; t < threads; ++t) {
       SCOPED_TRACE("threads=" + std::to_string(threads) + " sequence " + std::to_string(t));
       EXPECT_EQ(together[t].tokens, alone[t].tokens);
-      // The kernels give each row kind one arithmetic whatever the rows around it, but until the
-      // model layer passes the row kinds down (attention_layer.cpp still decides by T == 1, the
-      // matmuls by kRowsByCount) a 1-token prompt piece takes the decode arithmetic. Then: EQ.
-      EXPECT_LT(relative_error(together[t].logits, alone[t].logits), 1e-3);
+      // Each row kind has one arithmetic whatever the rows around it (kernels/matmul.h): bitwise.
+      EXPECT_EQ(together[t].logits, alone[t].logits);
     }
   }
   std::lock_guard<std::mutex> lock(steps_mutex);
@@ -208,10 +197,9 @@ TEST_F(BatchEngineTest, GeneratedRowsGiveTheLogitsOfEveryRow) {
     std::vector<float> all(drafts.size() * vocab);
     engine->feed_generated(session, drafts, all.data());
     EXPECT_EQ(session.position(), 43);
-    // The last row's logits are the session's. Bitwise once forward_batch computes all_logits
-    // with the generated (GEMV) arithmetic as the last logits are (model.cpp's stub passes no
-    // generated_rows to that matmul yet): until then, rounding only.
-    EXPECT_LT(relative_error(std::span<const float>(all).last(vocab), session.logits()), 1e-4);
+    // The last row's logits are the session's, to the bit (both are generated rows).
+    EXPECT_EQ(std::vector<float>(all.end() - vocab, all.end()),
+              std::vector<float>(session.logits().begin(), session.logits().end()));
     return all;
   };
   Session alone(model_, options(engine));
