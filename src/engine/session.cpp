@@ -41,7 +41,7 @@ bool Session::prefill(std::span<const int32_t> tokens, const PrefillProgress& pr
   const size_t chunk = size_t(options_.prefill_chunk > 0 ? options_.prefill_chunk
                               : moe                      ? kMoePrefillChunk
                                                          : kDensePrefillChunk);
-  ForwardOptions fo{options_.delta_rule};
+  ForwardOptions fo{options_.delta_rule, RowKind::kPrompt};
   std::vector<float> hidden_rows;
   for (size_t done = 0; done < tokens.size();) {
     if (cancel && cancel->load()) return false;
@@ -62,7 +62,7 @@ bool Session::prefill(std::span<const int32_t> tokens, const PrefillProgress& pr
 void Session::decode(int32_t token) {
   logits_.resize(layout_.vocab_size);
   model_->forward(std::span<const int32_t>(&token, 1), state_, logits_.data(),
-                  ForwardOptions{options_.delta_rule});
+                  ForwardOptions{options_.delta_rule, RowKind::kGenerated});
 }
 
 void Session::verify(std::span<const int32_t> tokens, float* all_logits, float* final_hidden,
@@ -77,7 +77,7 @@ void Session::verify(std::span<const int32_t> tokens, float* all_logits, float* 
   } else {
     verify_start_ = state_.recurrent;
   }
-  ForwardOptions fo{options_.delta_rule};
+  ForwardOptions fo{options_.delta_rule, RowKind::kGenerated};
   fo.final_hidden = final_hidden;
   logits_.resize(V);
   try {
@@ -87,9 +87,11 @@ void Session::verify(std::span<const int32_t> tokens, float* all_logits, float* 
     throw;
   }
   for (RecurrentState& r : state_.recurrent) r.history = nullptr;
-  // Every row's logits through the LM head, as the forward computes the last row's.
+  // Every row's logits through the LM head, each a generated row as the forward computes the
+  // last one's.
   for (int t = 0; t + 1 < T; ++t)
-    matmul(final_hidden + size_t(t) * H, 1, model_->weights().head, all_logits + size_t(t) * V);
+    matmul(final_hidden + size_t(t) * H, 1, model_->weights().head, all_logits + size_t(t) * V,
+           /*generated_rows=*/1);
   std::copy(logits_.begin(), logits_.end(), all_logits + size_t(T - 1) * V);
   verified_logits_.assign(all_logits, all_logits + size_t(T) * V);
 }
@@ -116,7 +118,7 @@ void Session::keep_verified(int rows, RollbackMethod method) {
     state_.position = start;
     std::vector<float> unused(V);
     model_->forward(std::span<const int32_t>(verified_tokens_).first(size_t(rows)), state_,
-                    unused.data(), ForwardOptions{options_.delta_rule});
+                    unused.data(), ForwardOptions{options_.delta_rule, RowKind::kGenerated});
   }
   logits_.assign(verified_logits_.begin() + size_t(rows - 1) * V,
                  verified_logits_.begin() + size_t(rows) * V);

@@ -319,7 +319,17 @@ class BlockAttention {
 
 void attention(const AttentionShape& s, const float* q, const void* k_cache, const void* v_cache,
                KvType kv_type, float* out) {
-  if (s.T == 1) return decode(s, q, k_cache, v_cache, kv_type, out);
+  if (s.generated) {
+    // One row at a time, each seeing the rows up to its own position.
+    const size_t row = size_t(s.Nh) * s.D;
+    for (int t = 0; t < s.T; ++t) {
+      AttentionShape one = s;
+      one.T = 1;
+      one.q_pos0 = s.q_pos0 + t;
+      decode(one, q + t * row, k_cache, v_cache, kv_type, out + t * row);
+    }
+    return;
+  }
   const int group = s.Nh / s.Nkv;
   const int tq = std::clamp(kQueryVectors / group, 1, s.T);
   const int blocks = (s.T + tq - 1) / tq;

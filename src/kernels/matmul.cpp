@@ -5,7 +5,6 @@
 
 #include "base/thread_pool.h"
 #include "kernels/affine_gemv.h"
-#include "kernels/few_token_gemm.h"
 #include "kernels/gguf_gemv.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/vec.h"
@@ -49,41 +48,65 @@ GemvKind gemv_kind(const WeightMatrix& w) {
   return GemvKind::kRowByRow;
 }
 
+// Weight bytes a block of rows may take so that it stays in L2 while every generated row of a
+// call is multiplied with it (the rows then read each weight byte from memory once in all).
+constexpr size_t kGemvBlockBytes = 128 * 1024;
+
 // Everything one matmul shares between the ranges of rows it is split into.
 struct MatmulJob {
   const float* x;
   int T;
+  int prompt_rows;  // rows [0, prompt_rows) are prompt rows, the rest generated rows
   const WeightMatrix& w;
   GemvKind kind;
-  Int16Activations gemv_input;  // the fused decode kernels only
+  std::vector<Int16Activations> gemv_inputs;  // one per generated row (fused kernels only)
   float* y;
 
-  MatmulJob(const float* x_, int T_, const WeightMatrix& w_, float* y_)
+  MatmulJob(const float* x_, int T_, int generated_rows, const WeightMatrix& w_, float* y_)
       : x(x_), T(T_), w(w_), kind(gemv_kind(w_)), y(y_) {
-    if (T > 1) return;
-    if (kind == GemvKind::kAffine)
-      gemv_input = prepare_affine_gemv_input(x, w.cols, w.bits, w.group_size);
-    else if (kind == GemvKind::kGguf)
-      gemv_input = prepare_gguf_gemv_input(x, w.cols);
+    if (generated_rows == kRowsByCount) generated_rows = T == 1 ? 1 : 0;
+    prompt_rows = T - generated_rows;
+    for (int t = prompt_rows; t < T; ++t) {
+      const float* row = x + size_t(t) * w.cols;
+      if (kind == GemvKind::kAffine)
+        gemv_inputs.push_back(prepare_affine_gemv_input(row, w.cols, w.bits, w.group_size));
+      else if (kind == GemvKind::kGguf)
+        gemv_inputs.push_back(prepare_gguf_gemv_input(row, w.cols));
+    }
   }
 
+  int generated_rows() const { return T - prompt_rows; }
+
   void run(int begin, int end) const {
-    if (T > kFewTokens) return packed_gemm_rows(x, T, w, y, begin, end);
-    if (T > 1) return few_token_gemm_rows(x, T, w, y, begin, end);
+    if (prompt_rows > 0) packed_gemm_rows(x, prompt_rows, w, y, begin, end);
+    if (generated_rows() == 0) return;
+    // Blocks of weight rows small enough to stay in L2 across the generated rows.
+    const int block =
+        int(std::max<size_t>(1, kGemvBlockBytes / std::max<size_t>(1, w.row_bytes())));
+    for (int b0 = begin; b0 < end; b0 += block) {
+      const int b1 = std::min(end, b0 + block);
+      for (int g = 0; g < generated_rows(); ++g) gemv(g, b0, b1);
+    }
+  }
+
+  // Rows [begin, end) of generated row g's output.
+  void gemv(int g, int begin, int end) const {
+    const size_t t = size_t(prompt_rows + g);
+    float* yt = y + t * w.rows;
     switch (kind) {
       case GemvKind::kAffine:
-        return affine_gemv_rows(gemv_input, w, begin, end, y);
+        return affine_gemv_rows(gemv_inputs[g], w, begin, end, yt);
       case GemvKind::kGguf:
-        return gguf_gemv_rows(gemv_input, w, begin, end, y);
+        return gguf_gemv_rows(gemv_inputs[g], w, begin, end, yt);
       case GemvKind::kRowByRow:
-        return row_by_row_gemv(x, w, y, begin, end);
+        return row_by_row_gemv(x + t * w.cols, w, yt, begin, end);
     }
   }
 
   // Rows per task: decode tasks should read at least 64 KiB of weights so scheduling stays
   // cheap; prefill tasks a whole number of 16-row panels.
   size_t grain() const {
-    if (T > 1) return 16;
+    if (prompt_rows > 0) return 16;
     return std::max<size_t>(8, (64 * 1024) / std::max<size_t>(1, w.row_bytes()));
   }
 };
@@ -94,8 +117,9 @@ constexpr size_t kChunksPerThread = 8;
 
 }  // namespace
 
-void matmul(const float* x, int T, const WeightMatrix& w, float* y) {
-  MatmulJob job(x, T, w, y);
+void matmul(const float* x, int T, const WeightMatrix& w, float* y, int generated_rows) {
+  if (T <= 0) return;
+  MatmulJob job(x, T, generated_rows, w, y);
   auto run = [&](size_t b, size_t e) { job.run(int(b), int(e)); };
   ThreadPool& pool = default_pool();
   const size_t grain = job.grain();
@@ -104,8 +128,9 @@ void matmul(const float* x, int T, const WeightMatrix& w, float* y) {
   pool.parallel_chunks(w.rows, std::max<size_t>(1, grains) * grain, run);
 }
 
-void matmul_serial(const float* x, int T, const WeightMatrix& w, float* y) {
-  MatmulJob(x, T, w, y).run(0, w.rows);
+void matmul_serial(const float* x, int T, const WeightMatrix& w, float* y, int generated_rows) {
+  if (T <= 0) return;
+  MatmulJob(x, T, generated_rows, w, y).run(0, w.rows);
 }
 
 }  // namespace qmlx

@@ -1,19 +1,31 @@
 // Matmul of fp32 activations by a stored weight matrix: y[t][o] = sum_i x[t][i] * W[o][i].
-// Decode (T = 1) streams each weight byte once with fused dequantize-and-dot (memory-bandwidth
-// bound); prefill (T > 1) dequantizes a small tile of rows once and reuses it for all T rows
-// (kernels/packed_gemm.h), or for up to kFewTokens tokens (an MoE expert's share of a chunk)
-// multiplies rows dequantized into L1 without a transposed panel (kernels/few_token_gemm.h).
-// Work is split over output rows on default_pool().
+//
+// Each row is computed with one of two fixed arithmetics, chosen by the caller for the row and
+// never by how many rows share the call, so a row's result is bit-identical alone, in any batch
+// and however a prompt was cut into pieces (the batch- and split-invariance of issue 18):
+//  - prompt rows (prefill): the weights are dequantized to fp32 into a transposed panel and each
+//    output is one FMA chain over the columns in order (kernels/packed_gemm.h), for any count;
+//  - generated rows (decode steps, drafts being verified): the activation row is rounded to
+//    int16 per group and multiplied with fused dequantize-and-dot, streaming each weight byte
+//    once (kernels/affine_gemv.h, gguf_gemv.h; memory-bandwidth bound).
+// Work is split over output rows on default_pool(); a split never changes a row's arithmetic.
 #pragma once
 
 #include "kernels/weight_matrix.h"
 
 namespace qmlx {
 
+// generated_rows of a call: the LAST generated_rows of the T rows are generated rows, the rest
+// prompt rows. kRowsByCount keeps the rule callers had before row kinds were passed (one row:
+// generated, several: prompt); it is not batch-invariant and goes once every caller passes kinds.
+constexpr int kRowsByCount = -1;
+
 // x: [T][w.cols], y: [T][w.rows] (overwritten).
-void matmul(const float* x, int T, const WeightMatrix& w, float* y);
+void matmul(const float* x, int T, const WeightMatrix& w, float* y,
+            int generated_rows = kRowsByCount);
 
 // The same on one thread (callers that already parallelise over experts or heads).
-void matmul_serial(const float* x, int T, const WeightMatrix& w, float* y);
+void matmul_serial(const float* x, int T, const WeightMatrix& w, float* y,
+                   int generated_rows = kRowsByCount);
 
 }  // namespace qmlx

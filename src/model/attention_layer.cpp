@@ -48,6 +48,7 @@ void attention_layer(const AttentionWeights& w, const ModelConfig& c, const floa
   }
 
   AttentionShape shape{T, Nh, Nkv, D, ctx.position, 1.f / std::sqrt(float(D))};
+  shape.generated = T == 1;  // the rule before row kinds (kernels/matmul.h kRowsByCount)
   std::vector<float> o(size_t(T) * Nh * D);
   attention(shape, q.data(), cache.k.data(), cache.v.data(), ctx.kv_type, o.data());
   if (gated)

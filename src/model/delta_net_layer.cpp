@@ -16,9 +16,6 @@
 namespace qmlx {
 namespace {
 
-// The chunked form pays off once a chunk is reasonably full.
-constexpr int kChunkedFromTokens = 32;
-
 // state.history->conv: after token t, the last K-1 rows of [state.conv; qkv rows 0..t] (what the
 // convolution leaves behind), written before the convolution updates state.conv.
 void keep_conv_history(const float* qkv, int T, int CD, int K, RecurrentState& state) {
@@ -104,11 +101,12 @@ void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float
   in.g = a.data();
   in.beta = b.data();
   std::vector<float> o(size_t(T) * VD);
-  bool chunked =
-      form == DeltaRuleForm::kChunked || (form == DeltaRuleForm::kAuto && T >= kChunkedFromTokens);
+  // The recurrence by default, for any T: it is the one form whose result for a token does not
+  // depend on how many tokens share the call (the chunked form's WY products sum over the chunk
+  // in another order), so prefills split anywhere and decode steps agree to the bit.
   if (state.history)
     recurrent_with_history(in, state, o.data());
-  else if (chunked)
+  else if (form == DeltaRuleForm::kChunked)
     gated_delta_chunked(in, state.ssm.data(), o.data());
   else
     gated_delta_recurrent(in, state.ssm.data(), o.data());

@@ -24,6 +24,8 @@ struct AttentionContext {
 void attention_layer(const AttentionWeights& w, const ModelConfig& c, const float* x, int T,
                      const AttentionContext& ctx, KvCache& cache, float* out);
 
+// kAuto is the token recurrence: the one form that is split-invariant (delta_net_layer.cpp).
+// kChunked (the WY form over 64-token chunks) stays for its tests and benchmarks.
 enum class DeltaRuleForm { kAuto, kRecurrent, kChunked };
 
 void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float* x, int T,

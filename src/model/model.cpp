@@ -182,4 +182,21 @@ void Model::forward(std::span<const int32_t> tokens, ModelState& state, float* l
   matmul(last.data(), 1, weights_.head, last_logits);
 }
 
+// For now one forward() per segment: the API the batch engine and speculative decoding code
+// against, with each segment's results exactly those of forward() alone.
+void Model::forward_batch(std::span<const BatchSegment> segments,
+                          const ForwardOptions& options) const {
+  const int H = config_.hidden_size, V = config_.vocab_size;
+  for (const BatchSegment& s : segments) {
+    const int T = int(s.tokens.size());
+    if (T == 0) continue;
+    std::vector<float> hidden(!s.final_hidden && s.all_logits ? size_t(T) * H : 0), last(V);
+    ForwardOptions o = options;
+    o.rows = s.kind;
+    o.final_hidden = s.final_hidden ? s.final_hidden : (s.all_logits ? hidden.data() : nullptr);
+    forward(s.tokens, *s.state, s.logits ? s.logits : last.data(), o);
+    if (s.all_logits) matmul(o.final_hidden, T, weights_.head, s.all_logits);
+  }
+}
+
 }  // namespace qmlx

@@ -23,11 +23,28 @@ class GgufFile;
 // called with 0 first, never with less than before, and last with the total.
 using LoadProgress = std::function<void(uint64_t bytes_done, uint64_t bytes_total)>;
 
+// How a row is computed (kernels/matmul.h): prompt rows with the prefill arithmetic, generated
+// rows (decode steps, MTP drafts being verified) with the decode arithmetic, whatever the number
+// of rows in the call, so a row's result never depends on its batch or on how its prompt was split.
+enum class RowKind : uint8_t { kPrompt, kGenerated };
+
 struct ForwardOptions {
   DeltaRuleForm delta_rule = DeltaRuleForm::kAuto;
+  // The kind of every row of a Model::forward call.
+  RowKind rows = RowKind::kPrompt;
   // When set, receives the final-normed hidden state of every fed token ([T][H]): the rows the
   // LM head reads, and the main-model input of the MTP head (mtp_forward).
   float* final_hidden = nullptr;
+};
+
+// One sequence's part of a batched forward.
+struct BatchSegment {
+  std::span<const int32_t> tokens;  // fed at positions [state->position, + size)
+  ModelState* state = nullptr;      // distinct per segment
+  RowKind kind = RowKind::kPrompt;
+  float* logits = nullptr;        // vocab_size floats: logits after the last token, or null
+  float* all_logits = nullptr;    // optional [T][vocab]: logits after every token (MTP verify)
+  float* final_hidden = nullptr;  // optional [T][H]: final-normed hidden rows (MTP input)
 };
 
 class Model {
@@ -52,6 +69,12 @@ class Model {
   // (vocab_size floats). Token ids outside the vocabulary throw qmlx::Error.
   void forward(std::span<const int32_t> tokens, ModelState& state, float* last_logits,
                const ForwardOptions& options = {}) const;
+
+  // Feeds every segment in one pass over the weights: each weight matrix is read once for all
+  // rows. Each segment's results and state are those of forward() over it alone. Uses
+  // options.delta_rule (the row kinds and hidden rows come from the segments).
+  void forward_batch(std::span<const BatchSegment> segments,
+                     const ForwardOptions& options = {}) const;
 
   // Multi-token prediction (the checkpoint's `mtp.*` head; model-spec and mtp_head.cpp).
   bool has_mtp() const { return weights_.mtp.has_value(); }

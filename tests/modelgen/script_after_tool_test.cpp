@@ -3,6 +3,7 @@
 // tool result continues with the main script, every prompt with one with the after-tool
 // script, each exactly, so a client's tool round trip ends instead of calling the tool again.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -30,8 +31,11 @@ const std::string kAfterToolScript = "The command ran; out.txt is written. Done.
 class ScriptAfterTool : public ::testing::TestWithParam<Arch> {
  protected:
   void SetUp() override {
+    // One directory per process: ctest runs this suite's tests in parallel, and a model file
+    // rewritten under another test's mapping kills that test with SIGBUS.
     dir_ = fs::temp_directory_path() /
-           ("qmlx_script_after_tool_" + std::string(arch_name(GetParam())));
+           ("qmlx_script_after_tool_" + std::string(arch_name(GetParam())) + "_" +
+            std::to_string(getpid()));
     ScriptModelOptions options;
     options.template_arch = GetParam();
     options.script_after_tool = kAfterToolScript;

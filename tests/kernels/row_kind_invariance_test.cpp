@@ -1,0 +1,172 @@
+// The row-kind rule of kernels/matmul.h and kernels/attention.h: a prompt row and a generated
+// row each have one arithmetic, so a row's output is bit-identical whatever else shares the
+// call (how many rows, of which kind, split where). Equality here is memcmp, not a tolerance.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gguf_block_samples.h"
+#include "kernels/attention.h"
+#include "kernels/kv_row.h"
+#include "kernels/matmul.h"
+#include "test_util.h"
+#include "tiny_model.h"
+
+namespace qmlx {
+namespace {
+
+using testing::random_vector;
+
+bool same_bits(const float* a, const float* b, size_t n) {
+  return std::memcmp(a, b, n * sizeof(float)) == 0;
+}
+
+// One weight matrix with the buffers it points into.
+struct StoredMatrix {
+  std::string name;
+  WeightMatrix m;
+  std::vector<uint8_t> data, scales, biases;
+};
+
+std::vector<StoredMatrix> every_format(int rows, int cols) {
+  std::vector<StoredMatrix> out;
+  const auto w = random_vector(size_t(rows) * cols, 3);
+  auto plain = [&](const std::string& name, WeightFormat f, testing::TensorBlob blob) {
+    StoredMatrix s{name, {}, std::move(blob.bytes), {}, {}};
+    s.m.format = f;
+    s.m.rows = rows;
+    s.m.cols = cols;
+    out.push_back(std::move(s));
+  };
+  plain("f32", WeightFormat::kF32, testing::f32_blob({rows, cols}, w));
+  plain("bf16", WeightFormat::kBF16, testing::bf16_blob({rows, cols}, w));
+  for (auto [bits, gs] : {std::pair{4, 32}, {4, 64}, {8, 64}, {8, 128}, {6, 64}}) {
+    auto q = testing::quantize_affine(w, {}, rows, cols, bits, gs);
+    StoredMatrix s{"affine" + std::to_string(bits) + "/" + std::to_string(gs),
+                   {},
+                   std::move(q.weight.bytes),
+                   std::move(q.scales.bytes),
+                   std::move(q.biases.bytes)};
+    s.m.format = WeightFormat::kAffine;
+    s.m.rows = rows;
+    s.m.cols = cols;
+    s.m.bits = bits;
+    s.m.group_size = gs;
+    s.m.scale_type = ScalarType::kBF16;
+    out.push_back(std::move(s));
+  }
+  for (GgufType t : {GgufType::kQ8_0, GgufType::kQ4_K, GgufType::kQ6_K, GgufType::kQ4_0}) {
+    StoredMatrix s{std::string("gguf ") + gguf_type_name(t),
+                   {},
+                   testing::random_gguf_blocks(t, size_t(rows) * cols, 2),
+                   {},
+                   {}};
+    s.m.format = WeightFormat::kGguf;
+    s.m.gguf_type = t;
+    s.m.rows = rows;
+    s.m.cols = cols;
+    out.push_back(std::move(s));
+  }
+  for (StoredMatrix& s : out) {
+    s.m.data = s.data.data();
+    if (!s.scales.empty()) s.m.scales = s.scales.data();
+    if (!s.biases.empty()) s.m.biases = s.biases.data();
+  }
+  return out;
+}
+
+// Rows [first, first + n) of x computed in one call with `generated` of them generated rows.
+std::vector<float> rows_of_call(const WeightMatrix& m, const std::vector<float>& x, int first,
+                                int n, int generated, bool serial) {
+  std::vector<float> y(size_t(n) * m.rows);
+  const float* xs = x.data() + size_t(first) * m.cols;
+  if (serial)
+    matmul_serial(xs, n, m, y.data(), generated);
+  else
+    matmul(xs, n, m, y.data(), generated);
+  return y;
+}
+
+TEST(RowKindInvarianceTest, MatmulRowsDoNotDependOnTheirCall) {
+  // 70 rows: more than one 16-row panel with a partial one, and GEMV blocks.
+  const int rows = 70, cols = 512, T = 23;
+  std::mt19937 rng(7);
+  for (const StoredMatrix& s : every_format(rows, cols)) {
+    SCOPED_TRACE(s.name);
+    const auto x = random_vector(size_t(T) * cols, 11);
+    // Reference: every row alone, as a prompt row and as a generated row.
+    std::vector<std::vector<float>> prompt_alone(T), generated_alone(T);
+    for (int t = 0; t < T; ++t) {
+      prompt_alone[t] = rows_of_call(s.m, x, t, 1, 0, false);
+      generated_alone[t] = rows_of_call(s.m, x, t, 1, 1, false);
+    }
+    // The two arithmetics differ (otherwise this test could not tell them apart) except for
+    // the float formats' rows that happen to agree; the quantized ones must differ somewhere.
+    if (s.m.format == WeightFormat::kAffine) {
+      bool any_differs = false;
+      for (int t = 0; t < T; ++t)
+        any_differs |= !same_bits(prompt_alone[t].data(), generated_alone[t].data(), rows);
+      EXPECT_TRUE(any_differs);
+    }
+    // Random calls: a window of rows, its tail generated.
+    for (int trial = 0; trial < 12; ++trial) {
+      const int first = int(rng() % T), n = 1 + int(rng() % (T - first));
+      const int generated = int(rng() % (n + 1));
+      const bool serial = trial % 3 == 0;
+      const auto y = rows_of_call(s.m, x, first, n, generated, serial);
+      for (int i = 0; i < n; ++i) {
+        const auto& expected =
+            i >= n - generated ? generated_alone[first + i] : prompt_alone[first + i];
+        ASSERT_TRUE(same_bits(y.data() + size_t(i) * rows, expected.data(), rows))
+            << "row " << first + i << " in a call of " << n << " rows, " << generated
+            << " generated";
+      }
+    }
+  }
+}
+
+// Attention over a cache of P positions: the output rows of queries [q0, q0 + n).
+std::vector<float> attend(const std::vector<float>& q, const std::vector<uint8_t>& k,
+                          const std::vector<uint8_t>& v, KvType type, int Nh, int Nkv, int D,
+                          int q0, int n, bool generated) {
+  AttentionShape s{n, Nh, Nkv, D, q0, 1.f / std::sqrt(float(D))};
+  s.generated = generated;
+  std::vector<float> out(size_t(n) * Nh * D);
+  attention(s, q.data() + size_t(q0) * Nh * D, k.data(), v.data(), type, out.data());
+  return out;
+}
+
+TEST(RowKindInvarianceTest, AttentionRowsDoNotDependOnTheirCall) {
+  const int Nh = 8, Nkv = 2, D = 64, P = 150;
+  const size_t width = size_t(Nh) * D;
+  std::mt19937 rng(5);
+  for (KvType type : {KvType::kF32, KvType::kBF16, KvType::kInt8}) {
+    SCOPED_TRACE(int(type));
+    const auto q = random_vector(size_t(P) * width, 1);
+    const auto kf = random_vector(size_t(P) * Nkv * D, 2), vf = random_vector(kf.size(), 3);
+    const size_t head = kv_head_bytes(type, D);
+    std::vector<uint8_t> k(size_t(P) * Nkv * head), v(k.size());
+    for (size_t r = 0; r < size_t(P) * Nkv; ++r) {
+      store_kv_head(kf.data() + r * D, D, type, k.data() + r * head);
+      store_kv_head(vf.data() + r * D, D, type, v.data() + r * head);
+    }
+    for (bool generated : {false, true}) {
+      SCOPED_TRACE(generated ? "generated" : "prompt");
+      std::vector<std::vector<float>> alone(P);
+      for (int t = 0; t < P; ++t) alone[t] = attend(q, k, v, type, Nh, Nkv, D, t, 1, generated);
+      for (int trial = 0; trial < 10; ++trial) {
+        const int first = int(rng() % P), n = 1 + int(rng() % std::min(P - first, 90));
+        const auto out = attend(q, k, v, type, Nh, Nkv, D, first, n, generated);
+        for (int i = 0; i < n; ++i)
+          ASSERT_TRUE(same_bits(out.data() + i * width, alone[first + i].data(), width))
+              << "query " << first + i << " in a call of " << n;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qmlx
