@@ -48,6 +48,8 @@ void log_ready(const server::ModelRuntime& runtime, const server::ApiServer& api
                      " kv_cache_dtype=" + dtype_name(runtime.state_layout.kv_dtype) +
                      " memory=" + std::to_string(current_rss_bytes() >> 20) +
                      "MiB url=" + url(options.host, api.port());
+  if (runtime.speculative_tokens > 0)
+    line += " speculative=mtp:" + std::to_string(runtime.speculative_tokens);
   if (api.metrics_port() != 0)
     line += " metrics=" + url(options.host, api.metrics_port()) + "/metrics";
   log_info(line);

@@ -67,7 +67,7 @@ void Session::decode(int32_t token) {
 
 void Session::verify(std::span<const int32_t> tokens, float* all_logits, float* final_hidden,
                      RollbackMethod method) {
-  const int T = int(tokens.size()), H = model_->config().hidden_size, V = layout_.vocab_size;
+  const int T = int(tokens.size()), V = layout_.vocab_size;
   if (T == 0) throw Error("verify: no tokens");
   verified_tokens_.assign(tokens.begin(), tokens.end());
   verified_states_.resize(state_.recurrent.size());
@@ -87,11 +87,9 @@ void Session::verify(std::span<const int32_t> tokens, float* all_logits, float* 
     throw;
   }
   for (RecurrentState& r : state_.recurrent) r.history = nullptr;
-  // Every row's logits through the LM head, each a generated row as the forward computes the
-  // last one's.
-  for (int t = 0; t + 1 < T; ++t)
-    matmul(final_hidden + size_t(t) * H, 1, model_->weights().head, all_logits + size_t(t) * V,
-           /*generated_rows=*/1);
+  // The other rows' logits in one pass over the LM head, as generated rows: each bit-identical
+  // to the forward's own last-row logits for that row (kernels/matmul.h).
+  if (T > 1) matmul(final_hidden, T - 1, model_->weights().head, all_logits, T - 1);
   std::copy(logits_.begin(), logits_.end(), all_logits + size_t(T - 1) * V);
   verified_logits_.assign(all_logits, all_logits + size_t(T) * V);
 }

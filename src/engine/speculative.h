@@ -33,10 +33,9 @@
 
 #include "engine/sampler.h"
 #include "engine/session.h"
+#include "engine/speculative_step.h"
 
 namespace qmlx {
-
-constexpr int kMaxDraftTokens = 4;
 
 struct SpeculativeOptions {
   int draft_tokens = 1;  // k, 1..kMaxDraftTokens
@@ -49,20 +48,6 @@ struct SpeculativeOptions {
   // head agrees with nothing; tests drive acceptance with this). Ignored when sampling, whose
   // rule needs drafts drawn from the head's own distribution.
   std::function<int32_t(int64_t position, int32_t drafted)> draft_override;
-};
-
-// What one step produced: the tokens that follow the step's input token, each with the logits
-// row it was chosen from (the main model's, as plain decoding would have them).
-struct SpeculativeStep {
-  std::vector<int32_t> tokens;
-  std::vector<std::span<const float>> logits;
-  int drafted = 0;   // drafts the head proposed
-  int accepted = 0;  // of which the main model kept
-};
-
-// Totals over a decoder's steps (metrics, the request's log line).
-struct SpeculativeCounts {
-  int64_t steps = 0, drafted = 0, accepted = 0, tokens = 0;
 };
 
 class SpeculativeDecoder {

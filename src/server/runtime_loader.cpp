@@ -13,6 +13,8 @@
 #include "engine/model_identity.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
+#include "engine/speculative.h"
+#include "engine/speculative_config.h"
 #include "text/template/chat_prompt.h"
 
 namespace qmlx::server {
@@ -21,21 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using ordered_json = nlohmann::ordered_json;
 
-class EngineSession : public InferenceSession {
- public:
-  EngineSession(std::shared_ptr<const Model> model, SessionOptions options)
-      : session_(std::move(model), options) {}
-  int64_t position() const override { return session_.position(); }
-  void reset() override { session_.reset(0); }
-  void prefill(std::span<const int32_t> ids) override { session_.prefill(ids); }
-  std::span<const float> logits() const override { return session_.logits(); }
-  StateSource& state_source() override { return session_; }
-  StateSink& state_sink() override { return session_; }
-
- private:
-  Session session_;
-};
-
 class EngineSampler : public TokenSampler {
  public:
   EngineSampler(const qmlx::SamplingParams& params, int32_t max_token_id)
@@ -43,10 +30,79 @@ class EngineSampler : public TokenSampler {
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history) override {
     return sampler_.sample(logits, history);
   }
+  Sampler& engine() { return sampler_; }
 
  private:
   Sampler sampler_;
 };
+
+class EngineSpeculation : public SpeculativeDecoding {
+ public:
+  EngineSpeculation(Session& session, const SpeculativeOptions& options)
+      : decoder_(session, options) {}
+  const SpeculativeStep& step(int32_t token, TokenSampler& sampler,
+                              std::span<const int32_t> history, int max_drafts) override {
+    auto* engine = dynamic_cast<EngineSampler*>(&sampler);
+    if (!engine) throw Error("speculative decoding needs the engine's own sampler");
+    return decoder_.step(token, engine->engine(), history, max_drafts);
+  }
+  void keep(int used) override { decoder_.keep(used); }
+  const StateSource& state_after(int fed) override { return decoder_.state_after(fed); }
+  const SpeculativeCounts& counts() const override { return decoder_.counts(); }
+  SpeculativeDecoder& decoder() { return decoder_; }
+
+ private:
+  SpeculativeDecoder decoder_;
+};
+
+class EngineSession : public InferenceSession {
+ public:
+  // speculative.draft_tokens 0: plain decoding.
+  EngineSession(std::shared_ptr<const Model> model, SessionOptions options,
+                const SpeculativeOptions& speculative)
+      : session_(std::move(model), options) {
+    if (speculative.draft_tokens > 0)
+      speculation_ = std::make_unique<EngineSpeculation>(session_, speculative);
+  }
+  int64_t position() const override { return session_.position(); }
+  void reset() override { session_.reset(0); }
+  // Through the decoder when speculating, so the MTP head sees the prompt's rows too.
+  void prefill(std::span<const int32_t> ids) override {
+    if (speculation_)
+      speculation_->decoder().prefill(ids);
+    else
+      session_.prefill(ids);
+  }
+  std::span<const float> logits() const override { return session_.logits(); }
+  StateSource& state_source() override { return session_; }
+  StateSink& state_sink() override { return session_; }
+  SpeculativeDecoding* speculative() override { return speculation_.get(); }
+
+ private:
+  Session session_;
+  std::unique_ptr<EngineSpeculation> speculation_;
+};
+
+// The speculative decoding of `options` for `model`: off, with one line saying why, when the
+// model has no MTP head.
+SpeculativeOptions speculative_options(const Model& model, const ServerOptions& options) {
+  SpeculativeOptions speculative;
+  speculative.draft_tokens = 0;
+  if (options.speculative_tokens == 0) return speculative;
+  if (!model.has_mtp()) {
+    log_info("speculative decoding off: the model has no MTP head (no mtp.* tensors)");
+    return speculative;
+  }
+  speculative.draft_tokens = options.speculative_tokens;
+  speculative.reject_probability = speculative_reject_probability_from_env();
+  log_info("speculative decoding: MTP head, " + std::to_string(speculative.draft_tokens) +
+           " draft token(s) per step" +
+           (speculative.reject_probability > 0
+                ? " (test hook: drafts rejected with probability " +
+                      std::to_string(speculative.reject_probability) + ")"
+                : ""));
+  return speculative;
+}
 
 qmlx::SamplingParams engine_params(const SamplingParams& p, uint64_t seed) {
   qmlx::SamplingParams e;
@@ -173,8 +229,10 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
     return chat->render(messages, tools.empty() ? ordered_json(nullptr) : tools,
                         add_generation_prompt, kwargs);
   };
-  runtime->new_session = [model, session_options] {
-    return std::make_unique<EngineSession>(model, session_options);
+  const SpeculativeOptions speculative = speculative_options(*model, options);
+  runtime->speculative_tokens = speculative.draft_tokens;
+  runtime->new_session = [model, session_options, speculative] {
+    return std::make_unique<EngineSession>(model, session_options, speculative);
   };
   int32_t max_token_id = tokenizer->vocab_size() - 1;
   runtime->new_sampler = [max_token_id](const SamplingParams& params, uint64_t seed) {
