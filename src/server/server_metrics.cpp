@@ -123,10 +123,9 @@ std::string request_log_line(uint64_t uid, FinishReason finish, const Generation
                 stats.decode_tokens_per_second(), stats.queue_ms, finish_name(finish));
   out += line;
   const SpeculativeCounts& spec = stats.speculative;
-  if (spec.steps > 0) {
+  if (spec.drafted > 0) {  // none when every step ran without drafts (a one-token reply)
     std::snprintf(line, sizeof line, " spec_accept=%.2f spec_tokens_per_step=%.2f",
-                  spec.drafted > 0 ? double(spec.accepted) / spec.drafted : 0.0,
-                  double(spec.tokens) / spec.steps);
+                  double(spec.accepted) / spec.drafted, double(spec.tokens) / spec.steps);
     out += line;
   }
   if (!stats.normalized.empty()) {
