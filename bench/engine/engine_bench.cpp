@@ -6,6 +6,9 @@
 // --kv-cache-dtype: how the Session stores K/V rows (default bf16, the server's default).
 // --context N: decode runs after N positions, the prompt's K/V rows repeated up to N
 // (bench/kv_cache/long_context.h): decode speed at long context without the long prefill.
+// --batch B[,B...]: also decodes B sequences together (Model::forward_batch, one generated row
+// each, every sequence after the same prompt) for decode_tokens steps, per B: the time of one
+// step and the aggregate tokens/s (batch_decode in the JSON).
 // QMLX_BENCH_BANDWIDTH_GBS=<GB/s> skips the bandwidth pass (whose 512 MiB buffer would
 // otherwise count in the peak resident memory) and uses the given figure for the roofline.
 #include <time.h>
@@ -61,6 +64,31 @@ double read_bandwidth_gb_per_s() {
   return best;
 }
 
+// Decode steps of `batch` sequences together, each at the prompt's state: one forward_batch of
+// one generated row per sequence per step.
+nlohmann::json batch_decode(const qmlx::Model& model, const qmlx::ModelState& prompt_state,
+                            int batch, int steps, std::mt19937& rng) {
+  std::vector<qmlx::ModelState> states(batch, prompt_state);
+  std::vector<int32_t> tokens(batch);
+  std::vector<std::vector<float>> logits(batch, std::vector<float>(model.config().vocab_size));
+  std::vector<qmlx::BatchSegment> segments(batch);
+  for (int b = 0; b < batch; ++b) {
+    segments[b].tokens = std::span(&tokens[b], 1);
+    segments[b].state = &states[b];
+    segments[b].kind = qmlx::RowKind::kGenerated;
+    segments[b].logits = logits[b].data();
+  }
+  auto start = Clock::now();
+  for (int step = 0; step < steps; ++step) {
+    for (int32_t& t : tokens) t = int32_t(rng() % 1000);
+    model.forward_batch(segments);
+  }
+  const double s = std::max(1e-9, seconds_since(start));
+  return {{"batch", batch},
+          {"step_seconds", s / steps},
+          {"tokens_per_second", double(batch) * steps / s}};
+}
+
 double load_average() {
   double avg[1] = {0};
   return getloadavg(avg, 1) == 1 ? avg[0] : -1.0;
@@ -72,6 +100,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args;
   qmlx::DType kv_dtype = qmlx::DType::kBF16;
   int64_t context = 0;
+  std::vector<int> batches;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--kv-cache-dtype" && i + 1 < argc) {
@@ -83,6 +112,17 @@ int main(int argc, char** argv) {
       kv_dtype = *t;
     } else if (arg == "--context" && i + 1 < argc) {
       context = std::atoll(argv[++i]);
+    } else if (arg == "--batch" && i + 1 < argc) {
+      for (const char* p = argv[++i]; *p;) {
+        char* end = nullptr;
+        const long b = std::strtol(p, &end, 10);
+        if (end == p || b < 1 || (*end && *end != ',')) {
+          std::fprintf(stderr, "--batch takes sizes like 1,2,4,8\n");
+          return 2;
+        }
+        batches.push_back(int(b));
+        p = *end ? end + 1 : end;
+      }
     } else {
       args.push_back(arg);
     }
@@ -90,7 +130,7 @@ int main(int argc, char** argv) {
   if (args.empty()) {
     std::fprintf(stderr,
                  "usage: %s MODEL_DIR [prompt_tokens] [decode_tokens] [threads] "
-                 "[--kv-cache-dtype %s] [--context N]\n"
+                 "[--kv-cache-dtype %s] [--context N] [--batch B[,B...]]\n"
                  "  QMLX_PREFILL_CHUNK: tokens per prefill forward call (default: the engine's)\n",
                  argv[0], qmlx::dtype_choices().c_str());
     return 2;
@@ -131,6 +171,15 @@ int main(int argc, char** argv) {
   const double decode_s = std::max(1e-9, seconds_since(decode_start));
   const double decode_cpu = process_cpu_seconds() - cpu;
 
+  nlohmann::json batched = nlohmann::json::array();
+  if (!batches.empty()) {
+    qmlx::ModelState prompt_state = model->new_state(qmlx::kv_type_of(kv_dtype));
+    std::vector<float> logits(model->config().vocab_size);
+    model->forward(prompt, prompt_state, logits.data());
+    for (int b : batches)
+      batched.push_back(batch_decode(*model, prompt_state, b, decode_tokens, rng));
+  }
+
   nlohmann::json out = {
       {"engine", "qmlx"},
       {"model", dir},
@@ -149,6 +198,7 @@ int main(int argc, char** argv) {
       {"prefill_tokens_per_cpu_second", prompt_tokens / prefill_cpu},
       {"decode_tokens_per_cpu_second", decode_tokens / decode_cpu},
       {"load_average_1min", load_average()},
+      {"batch_decode", batched},
       {"peak_rss_bytes", qmlx::peak_rss_bytes()}};
   std::printf("%s\n", out.dump().c_str());
   return 0;

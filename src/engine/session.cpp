@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "base/error.h"
-#include "kernels/matmul.h"
 
 namespace qmlx {
 
@@ -77,20 +76,22 @@ void Session::verify(std::span<const int32_t> tokens, float* all_logits, float* 
   } else {
     verify_start_ = state_.recurrent;
   }
-  ForwardOptions fo{options_.delta_rule, RowKind::kGenerated};
-  fo.final_hidden = final_hidden;
+  // One pass: every row's logits through the LM head at once, as generated rows.
+  BatchSegment segment;
+  segment.tokens = tokens;
+  segment.state = &state_;
+  segment.kind = RowKind::kGenerated;
+  segment.all_logits = all_logits;
+  segment.final_hidden = final_hidden;
   logits_.resize(V);
+  segment.logits = logits_.data();
   try {
-    model_->forward(tokens, state_, logits_.data(), fo);
+    model_->forward_batch(std::span(&segment, 1), ForwardOptions{options_.delta_rule});
   } catch (...) {
     for (RecurrentState& r : state_.recurrent) r.history = nullptr;
     throw;
   }
   for (RecurrentState& r : state_.recurrent) r.history = nullptr;
-  // The other rows' logits in one pass over the LM head, as generated rows: each bit-identical
-  // to the forward's own last-row logits for that row (kernels/matmul.h).
-  if (T > 1) matmul(final_hidden, T - 1, model_->weights().head, all_logits, T - 1);
-  std::copy(logits_.begin(), logits_.end(), all_logits + size_t(T - 1) * V);
   verified_logits_.assign(all_logits, all_logits + size_t(T) * V);
 }
 

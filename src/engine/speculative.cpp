@@ -87,7 +87,7 @@ bool SpeculativeDecoder::prefill(std::span<const int32_t> tokens, const PrefillP
         const size_t rows = pending_tokens_.size();
         if (rows > 0) {
           model_.mtp_forward(std::span<const float>(pending_hidden_).first(rows * H_),
-                             pending_tokens_, head_, head_logits_.data());
+                             pending_tokens_, head_, head_logits_.data(), RowKind::kPrompt);
           pending_hidden_.erase(pending_hidden_.begin(),
                                 pending_hidden_.begin() + ptrdiff_t(rows * H_));
           pending_tokens_.clear();
@@ -107,7 +107,7 @@ void SpeculativeDecoder::draft(int32_t token, Sampler& sampler, std::span<const 
   head_logits_.resize(V_);
   head_hidden_.resize(H_);
   model_.mtp_forward(pending_hidden_, pending_tokens_, head_, head_logits_.data(),
-                     head_hidden_.data());
+                     RowKind::kGenerated, head_hidden_.data());
   pending_hidden_.clear();
   pending_tokens_.clear();
   const int64_t exact_rows = head_.position;
@@ -125,7 +125,7 @@ void SpeculativeDecoder::draft(int32_t token, Sampler& sampler, std::span<const 
     if (i + 1 == k) break;
     input = head_hidden_;
     model_.mtp_forward(input, std::span<const int32_t>(&d, 1), head_, head_logits_.data(),
-                       head_hidden_.data());
+                       RowKind::kGenerated, head_hidden_.data());
   }
   head_.position = exact_rows;
 }

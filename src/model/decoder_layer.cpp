@@ -7,10 +7,9 @@
 
 namespace qmlx {
 
-void decoder_layer(const LayerWeights& layer, const ModelConfig& c, float* h, int T,
-                   const AttentionContext& ctx, KvCache* kv, RecurrentState* recurrent,
-                   DeltaRuleForm form, LayerScratch& scratch) {
-  const int H = c.hidden_size;
+void decoder_layer(const LayerWeights& layer, const ModelConfig& c, float* h,
+                   const RaggedRows& rows, size_t slot, DeltaRuleForm form, LayerScratch& scratch) {
+  const int H = c.hidden_size, T = rows.total, G = rows.generated;
   const size_t n = size_t(T) * H;
   if (scratch.normed.size() < n) scratch.normed.resize(n);
   if (scratch.delta.size() < n) scratch.delta.resize(n);
@@ -22,15 +21,15 @@ void decoder_layer(const LayerWeights& layer, const ModelConfig& c, float* h, in
   };
   norm_rows(layer.input_norm);
   if (layer.full_attention)
-    attention_layer(layer.attention, c, normed, T, ctx, *kv, delta);
+    attention_layer(layer.attention, c, normed, rows, slot, delta);
   else
-    delta_net_layer(layer.delta_net, c, normed, T, form, *recurrent, delta);
+    delta_net_layer(layer.delta_net, c, normed, rows, slot, form, delta);
   vec::axpy(h, 1.f, delta, n);
   norm_rows(layer.post_norm);
   if (layer.moe)
-    moe_layer(layer.moe_ffn, c, normed, T, delta);
+    moe_layer(layer.moe_ffn, c, normed, T, G, delta);
   else
-    mlp_layer(layer.mlp, normed, T, delta);
+    mlp_layer(layer.mlp, normed, T, G, delta);
   vec::axpy(h, 1.f, delta, n);
 }
 

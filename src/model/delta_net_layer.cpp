@@ -1,7 +1,8 @@
 // Gated DeltaNet (model-spec §3.4): project to qkv, z, b, a; causal conv + SiLU over qkv with the
 // carried conv state; L2-normalise q and k per head (q also scaled by Dk^-1/2); beta =
 // sigmoid(b), g = -exp(A_log) * softplus(a + dt_bias); the gated delta rule; per-head gated
-// RMSNorm with z; out_proj.
+// RMSNorm with z; out_proj. The projections run over all rows of the batch; the conv and the
+// delta rule per sequence, over that sequence's own recurrent state.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -54,22 +55,28 @@ void recurrent_with_history(const GatedDeltaInputs& in, RecurrentState& state, f
 
 }  // namespace
 
-void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float* x, int T,
-                     DeltaRuleForm form, RecurrentState& state, float* out) {
+void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float* x,
+                     const RaggedRows& rows, size_t slot, DeltaRuleForm form, float* out) {
   const int Hk = c.linear_key_heads, Hv = c.linear_value_heads;
   const int Dk = c.linear_key_dim, Dv = c.linear_value_dim;
   const int CD = c.conv_channels(), KD = c.linear_key_size(), VD = c.linear_value_size();
+  const int T = rows.total, G = rows.generated;
   const float eps = c.rms_norm_eps;
   std::vector<float> qkv(size_t(T) * CD), z(size_t(T) * VD), b(size_t(T) * Hv), a(size_t(T) * Hv);
-  matmul(x, T, w.qkv, qkv.data());
-  matmul(x, T, w.z, z.data());
-  matmul(x, T, w.b, b.data());
-  matmul(x, T, w.a, a.data());
+  matmul(x, T, w.qkv, qkv.data(), G);
+  matmul(x, T, w.z, z.data(), G);
+  matmul(x, T, w.b, b.data(), G);
+  matmul(x, T, w.a, a.data(), G);
 
-  if (state.history) keep_conv_history(qkv.data(), T, CD, c.conv_kernel, state);
   std::vector<float> conv(size_t(T) * CD);
-  causal_conv1d_silu(qkv.data(), CD, T, CD, c.conv_kernel, w.conv.data(), state.conv.data(),
-                     conv.data());
+  for (const SequenceRows& s : rows.sequences) {
+    RecurrentState& state = s.state->recurrent[slot];
+    if (state.history)
+      keep_conv_history(qkv.data() + size_t(s.first) * CD, s.count, CD, c.conv_kernel, state);
+    causal_conv1d_silu(qkv.data() + size_t(s.first) * CD, CD, s.count, CD, c.conv_kernel,
+                       w.conv.data(), s.state->recurrent[slot].conv.data(),
+                       conv.data() + size_t(s.first) * CD);
+  }
   // Released now rather than at return: it is the layer's largest buffer (32 MiB at 1,024
   // tokens on the 35B-A3B shape) and the rest of the layer peaks without it.
   std::vector<float>().swap(qkv);
@@ -88,28 +95,32 @@ void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float
     }
   }
 
-  GatedDeltaInputs in;
-  in.T = T;
-  in.Hk = Hk;
-  in.Hv = Hv;
-  in.Dk = Dk;
-  in.Dv = Dv;
-  in.q = conv.data();
-  in.k = conv.data() + KD;
-  in.v = conv.data() + 2 * KD;
-  in.row_stride = CD;
-  in.g = a.data();
-  in.beta = b.data();
-  std::vector<float> o(size_t(T) * VD);
   // The recurrence by default, for any T: it is the one form whose result for a token does not
   // depend on how many tokens share the call (the chunked form's WY products sum over the chunk
   // in another order), so prefills split anywhere and decode steps agree to the bit.
-  if (state.history)
-    recurrent_with_history(in, state, o.data());
-  else if (form == DeltaRuleForm::kChunked)
-    gated_delta_chunked(in, state.ssm.data(), o.data());
-  else
-    gated_delta_recurrent(in, state.ssm.data(), o.data());
+  std::vector<float> o(size_t(T) * VD);
+  for (const SequenceRows& s : rows.sequences) {
+    GatedDeltaInputs in;
+    in.T = s.count;
+    in.Hk = Hk;
+    in.Hv = Hv;
+    in.Dk = Dk;
+    in.Dv = Dv;
+    in.q = conv.data() + size_t(s.first) * CD;
+    in.k = in.q + KD;
+    in.v = in.q + 2 * KD;
+    in.row_stride = CD;
+    in.g = a.data() + size_t(s.first) * Hv;
+    in.beta = b.data() + size_t(s.first) * Hv;
+    RecurrentState& state = s.state->recurrent[slot];
+    float* so = o.data() + size_t(s.first) * VD;
+    if (state.history)
+      recurrent_with_history(in, state, so);
+    else if (form == DeltaRuleForm::kChunked)
+      gated_delta_chunked(in, state.ssm.data(), so);
+    else
+      gated_delta_recurrent(in, state.ssm.data(), so);
+  }
 
   for (int t = 0; t < T; ++t)
     for (int h = 0; h < Hv; ++h) {
@@ -126,7 +137,7 @@ void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float
         std::copy_n(grouped.data() + size_t(w.out_heads[i]) * Dv, Dv, row + size_t(i) * Dv);
     }
   }
-  matmul(o.data(), T, w.out, out);
+  matmul(o.data(), T, w.out, out, G);
 }
 
 }  // namespace qmlx

@@ -14,13 +14,13 @@
 
 namespace qmlx {
 
-void mlp_layer(const MlpWeights& w, const float* x, int T, float* out) {
+void mlp_layer(const MlpWeights& w, const float* x, int T, int generated_rows, float* out) {
   const int I = w.gate.rows;
   std::vector<float> gate(size_t(T) * I), up(size_t(T) * I);
-  matmul(x, T, w.gate, gate.data());
-  matmul(x, T, w.up, up.data());
+  matmul(x, T, w.gate, gate.data(), generated_rows);
+  matmul(x, T, w.up, up.data(), generated_rows);
   silu_mul(gate.data(), up.data(), gate.size());
-  matmul(gate.data(), T, w.down, out);
+  matmul(gate.data(), T, w.down, out, generated_rows);
 }
 
 namespace {
@@ -30,8 +30,9 @@ struct Route {
   float weight;
 };
 
-// Up to this many tokens per MoE call, experts run in parallel rather than one after another.
-constexpr int kMaxTokensForParallelExperts = 4;
+// Up to this many rows per active expert on average, experts run in parallel rather than one
+// after another.
+constexpr int kMaxRowsPerExpertForParallelExperts = 4;
 
 struct RoutedToken {
   int token;
@@ -55,11 +56,14 @@ std::vector<Route> route_token(float* probs, const ModelConfig& c) {
 
 }  // namespace
 
-void moe_layer(const MoeWeights& w, const ModelConfig& c, const float* x, int T, float* out) {
+void moe_layer(const MoeWeights& w, const ModelConfig& c, const float* x, int T, int generated_rows,
+               float* out) {
   const int H = c.hidden_size, E = c.num_experts;
+  const int first_generated = T - generated_rows;
   std::vector<float> logits(size_t(T) * E);
-  matmul(x, T, w.router, logits.data());
-  // Per expert: the tokens routed to it and their weights.
+  matmul(x, T, w.router, logits.data(), generated_rows);
+  // Per expert: the tokens routed to it and their weights, in row order (so its prompt rows
+  // come before its generated rows, as the kernels want them).
   std::vector<std::vector<RoutedToken>> by_expert(E);
   for (int t = 0; t < T; ++t)
     for (const Route& r : route_token(logits.data() + size_t(t) * E, c))
@@ -77,14 +81,18 @@ void moe_layer(const MoeWeights& w, const ModelConfig& c, const float* x, int T,
     for (int i = 0; i < n; ++i)
       std::copy(x + size_t(tokens[i].token) * H, x + size_t(tokens[i].token + 1) * H,
                 gathered.data() + size_t(i) * H);
+    int generated = 0;
+    for (const RoutedToken& r : tokens) generated += r.token >= first_generated;
     expert_out[a].resize(size_t(n) * H);
-    mlp_layer(w.experts[active[a]], gathered.data(), n, expert_out[a].data());
+    mlp_layer(w.experts[active[a]], gathered.data(), n, generated, expert_out[a].data());
   };
-  // Few tokens per expert (decode): each expert's matrices are too small to split well, so the
-  // experts run in parallel, each on one thread, claimed one at a time (a thread slowed by
-  // another process then runs fewer of them). Many tokens (prefill): one expert at a time, its
-  // matmuls split over the pool.
-  const bool experts_in_parallel = T <= kMaxTokensForParallelExperts;
+  // Few rows per expert (decode, of one sequence or a batch of them): each expert's matrices
+  // are too small to split well, so the experts run in parallel, each on one thread, claimed
+  // one at a time (a thread slowed by another process then runs fewer of them). Many rows
+  // (prefill): one expert at a time, its matmuls split over the pool. Either way each row's
+  // result is the same: only the threads differ.
+  const bool experts_in_parallel =
+      size_t(T) * c.experts_per_token <= active.size() * kMaxRowsPerExpertForParallelExperts;
   if (experts_in_parallel) {
     default_pool().parallel_chunks(active.size(), 1, [&](size_t b, size_t e) {
       for (size_t a = b; a < e; ++a) run_expert(a);
@@ -101,8 +109,8 @@ void moe_layer(const MoeWeights& w, const ModelConfig& c, const float* x, int T,
   }
   if (!w.has_shared_expert) return;
   std::vector<float> shared(size_t(T) * H), gate(T);
-  mlp_layer(w.shared, x, T, shared.data());
-  matmul(x, T, w.shared_gate, gate.data());
+  mlp_layer(w.shared, x, T, generated_rows, shared.data());
+  matmul(x, T, w.shared_gate, gate.data(), generated_rows);
   for (int t = 0; t < T; ++t)
     vec::axpy(out + size_t(t) * H, sigmoid(gate[t]), shared.data() + size_t(t) * H, H);
 }

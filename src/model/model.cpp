@@ -147,56 +147,91 @@ void Model::embed(std::span<const int32_t> tokens, float* out) const {
 
 void Model::forward(std::span<const int32_t> tokens, ModelState& state, float* last_logits,
                     const ForwardOptions& options) const {
-  const auto& c = config_;
-  const int T = int(tokens.size()), H = c.hidden_size;
-  if (T == 0) return;
-  std::vector<float> h(size_t(T) * H);
-  embed(tokens, h.data());
+  BatchSegment segment;
+  segment.tokens = tokens;
+  segment.state = &state;
+  segment.kind = options.rows;
+  segment.logits = last_logits;
+  segment.final_hidden = options.final_hidden;
+  forward_batch(std::span(&segment, 1), options);
+}
 
-  std::vector<RopeAngles> angles;
-  for (int t = 0; t < T; ++t)
-    angles.push_back(rope_angles(state.position + t, c.rotary_dim, c.rope_theta));
-  AttentionContext ctx{state.position, &angles, state.kv_type, state.kv_row_bytes};
+void Model::check_batch(std::span<const BatchSegment> segments) const {
+  size_t attention_layers = 0;
+  for (const LayerWeights& layer : weights_.layers) attention_layers += layer.full_attention;
+  const size_t recurrent_layers = weights_.layers.size() - attention_layers;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const ModelState* state = segments[i].state;
+    const std::string which = "forward_batch: segment " + std::to_string(i);
+    if (!state) throw Error(which + " has no state");
+    if (state->kv.size() != attention_layers || state->recurrent.size() != recurrent_layers)
+      throw Error(which + "'s state is not one of this model's states (Model::new_state)");
+    for (size_t j = 0; j < i; ++j)
+      if (segments[j].state == state)
+        throw Error(which + " shares its state with segment " + std::to_string(j));
+  }
+}
+
+void Model::forward_batch(std::span<const BatchSegment> segments,
+                          const ForwardOptions& options) const {
+  const auto& c = config_;
+  const int H = c.hidden_size, V = c.vocab_size;
+  check_batch(segments);
+  // The batch's sequences in row order: prompt rows first, then generated rows.
+  std::vector<const BatchSegment*> order;
+  for (RowKind kind : {RowKind::kPrompt, RowKind::kGenerated})
+    for (const BatchSegment& s : segments)
+      if (s.kind == kind && !s.tokens.empty()) order.push_back(&s);
+  if (order.empty()) return;
+  std::vector<SequenceRows> sequences;
+  for (const BatchSegment* s : order) {
+    SequenceRows rows;
+    rows.count = int(s->tokens.size());
+    rows.kind = s->kind;
+    rows.state = s->state;
+    sequences.push_back(rows);
+  }
+  const RaggedRows rows = ragged_rows(std::move(sequences), c);
+
+  // Every token is checked (by embed) before any state changes.
+  std::vector<float> h(size_t(rows.total) * H);
+  for (size_t i = 0; i < order.size(); ++i)
+    embed(order[i]->tokens, h.data() + size_t(rows.sequences[i].first) * H);
 
   LayerScratch scratch;
   size_t attention_index = 0, recurrent_index = 0;
-  for (int l = 0; l < c.num_layers; ++l) {
-    const LayerWeights& layer = weights_.layers[l];
-    KvCache* kv = layer.full_attention ? &state.kv[attention_index++] : nullptr;
-    RecurrentState* recurrent =
-        layer.full_attention ? nullptr : &state.recurrent[recurrent_index++];
-    decoder_layer(layer, c, h.data(), T, ctx, kv, recurrent, options.delta_rule, scratch);
+  for (const LayerWeights& layer : weights_.layers) {
+    const size_t slot = layer.full_attention ? attention_index++ : recurrent_index++;
+    decoder_layer(layer, c, h.data(), rows, slot, options.delta_rule, scratch);
   }
-  state.position += T;
+  for (const SequenceRows& s : rows.sequences) s.state->position += s.count;
 
-  if (options.final_hidden) {
-    for (int t = 0; t < T; ++t)
-      rms_norm(h.data() + size_t(t) * H, weights_.final_norm.data(), H, c.rms_norm_eps,
-               options.final_hidden + size_t(t) * H);
-    matmul(options.final_hidden + size_t(T - 1) * H, 1, weights_.head, last_logits);
-    return;
+  // The final norm of the rows someone reads, and one LM-head matmul over the logits rows, all
+  // with the generated arithmetic.
+  std::vector<float> head_in, normed(H);
+  std::vector<float*> head_out;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const BatchSegment& seg = *order[i];
+    const SequenceRows& s = rows.sequences[i];
+    for (int t = 0; t < s.count; ++t) {
+      const bool to_head = seg.all_logits || (seg.logits && t == s.count - 1);
+      if (!seg.final_hidden && !to_head) continue;
+      float* row = seg.final_hidden ? seg.final_hidden + size_t(t) * H : normed.data();
+      rms_norm(h.data() + size_t(s.first + t) * H, weights_.final_norm.data(), H, c.rms_norm_eps,
+               row);
+      if (!to_head) continue;
+      head_in.insert(head_in.end(), row, row + H);
+      head_out.push_back(seg.all_logits ? seg.all_logits + size_t(t) * V : seg.logits);
+    }
   }
-  std::vector<float> last(H);
-  rms_norm(h.data() + size_t(T - 1) * H, weights_.final_norm.data(), H, c.rms_norm_eps,
-           last.data());
-  matmul(last.data(), 1, weights_.head, last_logits);
-}
-
-// For now one forward() per segment: the API the batch engine and speculative decoding code
-// against, with each segment's results exactly those of forward() alone.
-void Model::forward_batch(std::span<const BatchSegment> segments,
-                          const ForwardOptions& options) const {
-  const int H = config_.hidden_size, V = config_.vocab_size;
-  for (const BatchSegment& s : segments) {
-    const int T = int(s.tokens.size());
-    if (T == 0) continue;
-    std::vector<float> hidden(!s.final_hidden && s.all_logits ? size_t(T) * H : 0), last(V);
-    ForwardOptions o = options;
-    o.rows = s.kind;
-    o.final_hidden = s.final_hidden ? s.final_hidden : (s.all_logits ? hidden.data() : nullptr);
-    forward(s.tokens, *s.state, s.logits ? s.logits : last.data(), o);
-    if (s.all_logits) matmul(o.final_hidden, T, weights_.head, s.all_logits);
-  }
+  const int head_rows = int(head_out.size());
+  if (head_rows == 0) return;
+  std::vector<float> logits(size_t(head_rows) * V);
+  matmul(head_in.data(), head_rows, weights_.head, logits.data(), head_rows);
+  for (int r = 0; r < head_rows; ++r) std::copy_n(logits.data() + size_t(r) * V, V, head_out[r]);
+  for (const BatchSegment* seg : order)
+    if (seg->all_logits && seg->logits)
+      std::copy_n(seg->all_logits + (seg->tokens.size() - 1) * V, V, seg->logits);
 }
 
 }  // namespace qmlx

@@ -12,6 +12,7 @@
 #include "model/config.h"
 #include "model/layers.h"
 #include "model/model_state.h"
+#include "model/row_kind.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
 
@@ -22,11 +23,6 @@ class GgufFile;
 // Told how far Model::load has got reading the weights in: bytes read of the total. It is
 // called with 0 first, never with less than before, and last with the total.
 using LoadProgress = std::function<void(uint64_t bytes_done, uint64_t bytes_total)>;
-
-// How a row is computed (kernels/matmul.h): prompt rows with the prefill arithmetic, generated
-// rows (decode steps, MTP drafts being verified) with the decode arithmetic, whatever the number
-// of rows in the call, so a row's result never depends on its batch or on how its prompt was split.
-enum class RowKind : uint8_t { kPrompt, kGenerated };
 
 struct ForwardOptions {
   DeltaRuleForm delta_rule = DeltaRuleForm::kAuto;
@@ -71,8 +67,11 @@ class Model {
                const ForwardOptions& options = {}) const;
 
   // Feeds every segment in one pass over the weights: each weight matrix is read once for all
-  // rows. Each segment's results and state are those of forward() over it alone. Uses
-  // options.delta_rule (the row kinds and hidden rows come from the segments).
+  // rows. Each segment's logits, hidden rows and state are bit for bit those of forward() over
+  // it alone (with its kind), whatever else shares the batch. Uses options.delta_rule (the row
+  // kinds and hidden rows come from the segments). Throws qmlx::Error, before any state
+  // changes, on a token outside the vocabulary, a missing or shared state, or a state that is
+  // not one of this model's (an MTP state).
   void forward_batch(std::span<const BatchSegment> segments,
                      const ForwardOptions& options = {}) const;
 
@@ -86,18 +85,21 @@ class Model {
   // ForwardOptions::final_hidden) with the embedding of the token that follows it
   // (`next_tokens`[t]). Appends the rows' K/V, advances the position and writes the logits
   // after the last row (vocab_size floats): the distribution of the token after next_tokens[T-1].
-  // The caller rolls back rejected rows by lowering state.position. `last_hidden`, when set,
-  // receives the head's final-normed output of the last row ([H]): the hidden input of a further
-  // draft row. Throws qmlx::Error when the model has no MTP head or a token is outside the
-  // vocabulary.
+  // The caller rolls back rejected rows by lowering state.position. The rows are generated rows
+  // (drafting) unless `rows` says otherwise. `last_hidden`, when set, receives the head's
+  // final-normed output of the last row ([H]): the hidden input of a further draft row. Throws
+  // qmlx::Error when the model has no MTP head or a token is outside the vocabulary.
   void mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
-                   ModelState& state, float* last_logits, float* last_hidden = nullptr) const;
+                   ModelState& state, float* last_logits, RowKind rows = RowKind::kGenerated,
+                   float* last_hidden = nullptr) const;
 
  private:
   Model() = default;
   // Position 0, no layers yet; K/V rows of kv_type.
   ModelState state_without_layers(KvType kv_type) const;
   void embed(std::span<const int32_t> tokens, float* out) const;
+  // Throws qmlx::Error unless every segment has a state of this model, none shared.
+  void check_batch(std::span<const BatchSegment> segments) const;
 
   std::string directory_;
   ModelConfig config_;

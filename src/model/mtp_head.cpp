@@ -23,7 +23,8 @@ ModelState Model::new_mtp_state(KvType kv_type) const {
 }
 
 void Model::mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
-                        ModelState& state, float* last_logits, float* last_hidden) const {
+                        ModelState& state, float* last_logits, RowKind kind,
+                        float* last_hidden) const {
   if (!has_mtp()) throw Error(directory_ + ": the model has no MTP head");
   const auto& c = config_;
   const MtpWeights& m = *weights_.mtp;
@@ -43,19 +44,20 @@ void Model::mtp_forward(std::span<const float> hidden, std::span<const int32_t> 
     rms_norm(embedded.data() + size_t(t) * H, m.embedding_norm.data(), H, c.rms_norm_eps, row);
     rms_norm(hidden.data() + size_t(t) * H, m.hidden_norm.data(), H, c.rms_norm_eps, row + H);
   }
-  matmul(joined.data(), T, m.fc, h.data());
+  SequenceRows sequence;
+  sequence.count = T;
+  sequence.kind = kind;
+  sequence.state = &state;
+  const RaggedRows rows = ragged_rows({sequence}, c);
+  matmul(joined.data(), T, m.fc, h.data(), rows.generated);
 
-  std::vector<RopeAngles> angles;
-  for (int t = 0; t < T; ++t)
-    angles.push_back(rope_angles(state.position + t, c.rotary_dim, c.rope_theta));
-  AttentionContext ctx{state.position, &angles, state.kv_type, state.kv_row_bytes};
   LayerScratch scratch;
-  decoder_layer(m.layer, c, h.data(), T, ctx, &state.kv[0], nullptr, DeltaRuleForm::kAuto, scratch);
+  decoder_layer(m.layer, c, h.data(), rows, 0, DeltaRuleForm::kAuto, scratch);
   state.position += T;
 
   std::vector<float> last(H);
   rms_norm(h.data() + size_t(T - 1) * H, m.final_norm.data(), H, c.rms_norm_eps, last.data());
-  matmul(last.data(), 1, weights_.head, last_logits);
+  matmul(last.data(), 1, weights_.head, last_logits, 1);
   if (last_hidden) std::copy(last.begin(), last.end(), last_hidden);
 }
 

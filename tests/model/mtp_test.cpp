@@ -83,7 +83,7 @@ TEST_F(MtpTest, RowsAtOnceOrOneByOneAgreeAndRollBack) {
   for (size_t p = 0; p < rows; ++p)
     model->mtp_forward(std::span(hidden).subspan(p * H, H), std::span(next).subspan(p, 1),
                        one_by_one, b.data());
-  EXPECT_LT(relative_error(b, a), 1e-5);
+  EXPECT_EQ(b, a);  // generated rows: one arithmetic however many share the call
   EXPECT_GT(*std::max_element(a.begin(), a.end()) - *std::min_element(a.begin(), a.end()), 0.1);
 
   // A rejected draft: the last row fed with another token, then rolled back and refed.
@@ -94,7 +94,7 @@ TEST_F(MtpTest, RowsAtOnceOrOneByOneAgreeAndRollBack) {
   EXPECT_GT(relative_error(c, a), 1e-3);
   one_by_one.position -= 1;
   model->mtp_forward(last_hidden, std::span(next).last(1), one_by_one, c.data());
-  EXPECT_LT(relative_error(c, a), 1e-5);
+  EXPECT_EQ(c, a);
 
   std::vector<float> short_hidden(H - 1);
   EXPECT_THROW(model->mtp_forward(short_hidden, std::span(next).first(1), one_by_one, c.data()),
