@@ -11,6 +11,7 @@ namespace qmlx::bench {
 // The MoE experts' share of a forward over `rows` rows that reads each selected expert once:
 // with uniform routing of top-k of E experts per row, E (1 - (1 - k/E)^rows) distinct experts.
 inline double expert_fraction_read(const ModelConfig& c, int rows) {
+  if (c.num_experts <= 0) return 0;
   const double per_row = double(c.experts_per_token) / c.num_experts;
   return 1.0 - std::pow(1.0 - per_row, rows);
 }
