@@ -25,6 +25,7 @@
 
 #include "base/process.h"
 #include "base/thread_pool.h"
+#include "bench/engine/weight_bytes.h"
 #include "bench/kv_cache/long_context.h"
 #include "engine/session.h"
 #include "kernels/vec.h"
@@ -61,23 +62,6 @@ double read_bandwidth_gb_per_s() {
     best = std::max(best, double(n * sizeof(float)) / s / 1e9);
   }
   return best;
-}
-
-// Bytes of weights one decode step reads: every matrix except the unused embedding rows and,
-// for MoE, the experts that are not selected.
-double weight_bytes_per_token(const qmlx::Model& model) {
-  const auto& w = model.weights();
-  const auto& c = model.config();
-  double bytes = double(w.matrix_bytes());
-  if (w.head.data != w.embed.data) bytes -= double(w.embed.bytes());
-  for (const auto& layer : w.layers) {
-    if (!layer.moe) continue;
-    double experts = 0;
-    for (const auto& e : layer.moe_ffn.experts)
-      experts += double(e.gate.bytes() + e.up.bytes() + e.down.bytes());
-    bytes -= experts * (1.0 - double(c.experts_per_token) / c.num_experts);
-  }
-  return bytes;
 }
 
 // Decode steps of `batch` sequences together, each at the prompt's state: one forward_batch of
@@ -162,7 +146,7 @@ int main(int argc, char** argv) {
   auto load_start = Clock::now();
   auto model = qmlx::Model::load(dir);
   const double load_s = seconds_since(load_start);
-  const double per_token = weight_bytes_per_token(*model);
+  const double per_token = qmlx::bench::weight_bytes_per_token(*model);
 
   std::mt19937 rng(1);
   std::vector<int32_t> prompt(prompt_tokens);

@@ -20,6 +20,8 @@
 #include "cli/command.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
+#include "engine/speculative.h"
+#include "engine/speculative_config.h"
 #include "model/gguf_file.h"
 #include "modelgen/demo_model.h"
 #include "text/tokenizer/tokenizer.h"
@@ -67,7 +69,21 @@ struct Options {
   int max_tokens = 16, top_logprobs = 0, threads = 0;
   bool json = false, stop_at_eos = false;
   SamplingParams sampling;
+  std::string speculative, speculative_config;
 };
+
+// Draft tokens per step from --speculative / --speculative-config; 0 (with one line saying why)
+// when the model has no MTP head.
+int speculative_tokens(const Options& o, const Model& model) {
+  const int k = !o.speculative.empty()          ? parse_speculative_flag(o.speculative)
+                : !o.speculative_config.empty() ? parse_speculative_config(o.speculative_config)
+                                                : 0;
+  if (k > 0 && !model.has_mtp()) {
+    log_info("speculative decoding off: the model has no MTP head (no mtp.* tensors)");
+    return 0;
+  }
+  return k;
+}
 
 int run_generate(int argc, char** argv) {
   CLI::App app{"Generate tokens from a prompt", "generate"};
@@ -91,6 +107,13 @@ int run_generate(int argc, char** argv) {
   app.add_option("--logits-out", o.logits_out, "write each step's logits (float32) to FILE");
   app.add_flag("--stop-at-eos", o.stop_at_eos, "stop at <|im_end|> / <|endoftext|>");
   app.add_flag("--json", o.json, "print one JSON object");
+  auto* speculative_flag = app.add_option(
+      "--speculative", o.speculative,
+      "speculative decoding with the model's MTP head: mtp (1 draft token per step), mtp:K "
+      "(K = 1..4) or off; the output is unchanged");
+  app.add_option("--speculative-config", o.speculative_config,
+                 "qMLX / vLLM form: '{\"method\":\"mtp\",\"num_speculative_tokens\":K}'")
+      ->excludes(speculative_flag);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -130,8 +153,19 @@ int run_generate(int argc, char** argv) {
     if (!*logits_file) throw Error(o.logits_out + ": cannot open for writing");
   }
 
+  std::unique_ptr<SpeculativeDecoder> speculative;
+  if (const int k = speculative_tokens(o, *model); k > 0) {
+    SpeculativeOptions so;
+    so.draft_tokens = k;
+    so.reject_probability = speculative_reject_probability_from_env();
+    speculative = std::make_unique<SpeculativeDecoder>(session, so);
+  }
+
   auto prefill_start = Clock::now();
-  session.prefill(prompt_ids);
+  if (speculative)
+    speculative->prefill(prompt_ids);
+  else
+    session.prefill(prompt_ids);
   const double prefill_ms = ms_since(prefill_start);
 
   Sampler sampler(o.sampling, max_token_id);
@@ -139,26 +173,44 @@ int run_generate(int argc, char** argv) {
   nlohmann::json top = nlohmann::json::array();
   double decode_ms = 0;
   size_t decoded = 0;
+  // The last speculative step's tokens, taken one by one like sampled ones.
+  const SpeculativeStep* step = nullptr;
+  size_t taken = 0;
   for (int i = 0; i < o.max_tokens; ++i) {
-    std::span<const float> logits = session.logits();
+    std::span<const float> logits;
+    int32_t token;
+    if (step && taken < step->tokens.size()) {
+      logits = step->logits[taken];
+      token = step->tokens[taken++];
+    } else {
+      step = nullptr;
+      logits = session.logits();
+      token = sampler.sample(logits, generated);
+    }
     if (logits_file)
       logits_file->write(reinterpret_cast<const char*>(logits.data()),
                          std::streamsize(logits.size() * sizeof(float)));
     if (o.top_logprobs > 0) {
-      nlohmann::json step = nlohmann::json::array();
+      nlohmann::json step_top = nlohmann::json::array();
       for (const auto& t : top_logprobs(logits, o.top_logprobs, max_token_id))
-        step.push_back({t.id, t.logprob});
-      top.push_back(step);
+        step_top.push_back({t.id, t.logprob});
+      top.push_back(step_top);
     }
-    int32_t token = sampler.sample(logits, generated);
     generated.push_back(token);
     if (o.stop_at_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) break;
     if (i + 1 == o.max_tokens) break;
+    if (step && taken < step->tokens.size()) continue;  // a kept draft: already fed
     auto step_start = Clock::now();
-    session.decode(token);
+    if (speculative) {
+      step = &speculative->step(token, sampler, generated, o.max_tokens - i - 2);
+      taken = 0;
+    } else {
+      session.decode(token);
+    }
     decode_ms += ms_since(step_start);
-    ++decoded;
+    decoded += step ? step->tokens.size() : 1;
   }
+  if (step) speculative->keep(int(taken));
   std::string text = tokenizer ? tokenizer->decode(generated) : "";
 
   nlohmann::json timings = {
@@ -168,6 +220,15 @@ int run_generate(int argc, char** argv) {
       {"decode_ms", decode_ms},
       {"decode_tokens_per_second", per_second(decoded, decode_ms)},
       {"peak_rss_bytes", peak_rss_bytes()}};
+  if (speculative) {
+    const SpeculativeCounts& c = speculative->counts();
+    timings["speculative"] = {
+        {"draft_tokens", c.drafted},
+        {"accepted_tokens", c.accepted},
+        {"steps", c.steps},
+        {"acceptance_rate", c.drafted ? double(c.accepted) / double(c.drafted) : 0.0},
+        {"tokens_per_step", c.steps ? double(c.tokens) / double(c.steps) : 0.0}};
+  }
   if (o.json) {
     nlohmann::json out = {{"prompt_tokens", prompt_ids},
                           {"tokens", generated},
@@ -187,6 +248,13 @@ int run_generate(int argc, char** argv) {
                "prefill %zu tokens in %.1f ms (%.1f tok/s), decode %zu in %.1f ms (%.1f tok/s)\n",
                prompt_ids.size(), prefill_ms, per_second(prompt_ids.size(), prefill_ms), decoded,
                decode_ms, per_second(decoded, decode_ms));
+  if (speculative) {
+    const SpeculativeCounts& c = speculative->counts();
+    std::fprintf(stderr, "speculative: %lld of %lld drafts accepted (%.2f), %.2f tokens per step\n",
+                 static_cast<long long>(c.accepted), static_cast<long long>(c.drafted),
+                 c.drafted ? double(c.accepted) / double(c.drafted) : 0.0,
+                 c.steps ? double(c.tokens) / double(c.steps) : 0.0);
+  }
   return 0;
 }
 

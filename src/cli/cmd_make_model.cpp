@@ -43,7 +43,9 @@ void add_shape_flags(CLI::App& app, ShapeFlags& f) {
   app.add_option("--full-attention-interval", f.full_attention_interval,
                  "every N-th layer is full attention");
   app.add_flag("--tie,!--no-tie", f.tie, "tie the LM head to the embeddings");
-  app.add_flag("--mtp", f.mtp, "add a multi-token-prediction head (mtp.*; Qwen3.5, Qwen3-Next)");
+  app.add_flag("--mtp", f.mtp,
+               "add a multi-token-prediction head (mtp.*; Qwen3.5, Qwen3-Next; with --script, one "
+               "that predicts the script's token after next)");
 }
 
 void apply_shape_flags(const ShapeFlags& f, ModelShape& s) {
@@ -118,6 +120,7 @@ int run_make_model(int argc, char** argv) {
   if (!script.empty()) {
     ScriptModelOptions options;
     options.template_arch = parse_arch(template_arch.empty() ? arch : template_arch);
+    options.mtp = shape_flags.mtp;
     if (!script_after_tool.empty()) {
       options.script_after_tool = read_text_file(script_after_tool, "--script-after-tool");
     }

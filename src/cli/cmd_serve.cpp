@@ -52,6 +52,8 @@ void log_ready(const server::ModelRuntime& runtime, const server::ApiServer& api
       "MiB sequence_state=" + std::to_string(runtime.state_layout.kv_bytes_per_token()) +
       "B/token+" + std::to_string(runtime.state_layout.recurrent_bytes() >> 10) + "KiB" +
       " url=" + url(options.host, api.port());
+  if (runtime.speculative_tokens > 0)
+    line += " speculative=mtp:" + std::to_string(runtime.speculative_tokens);
   if (api.metrics_port() != 0)
     line += " metrics=" + url(options.host, api.metrics_port()) + "/metrics";
   log_info(line);

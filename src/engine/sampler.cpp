@@ -42,11 +42,21 @@ Sampler::Sampler(const SamplingParams& params, int32_t max_token_id)
     : params_(params), max_token_id_(max_token_id), rng_(params.seed) {}
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+  return draw(candidates(logits, history));
+}
+
+Candidates Sampler::candidates(std::span<const float> logits,
+                               std::span<const int32_t> history) const {
   const size_t n = usable_count(logits, max_token_id_);
   if (n == 0) throw Error("sampler: empty logits");
   std::vector<float> l(logits.begin(), logits.begin() + n);
   apply_penalties(l, history, params_);
-  if (params_.temperature <= 0.f) return int32_t(std::max_element(l.begin(), l.end()) - l.begin());
+  Candidates c;
+  if (params_.temperature <= 0.f) {
+    c.ids = {int32_t(std::max_element(l.begin(), l.end()) - l.begin())};
+    c.weights = {1.0};
+    return c;
+  }
 
   // Candidates sorted by logit, most likely first, then cut by top-k.
   std::vector<int32_t> ids(n);
@@ -73,11 +83,28 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   }
   if (params_.min_p > 0.f)
     while (cut > 1 && probs[cut - 1] < params_.min_p * probs[0]) --cut;
-  double kept = std::accumulate(probs.begin(), probs.begin() + cut, 0.0);
-  double u = std::uniform_real_distribution<double>(0.0, kept)(rng_);
-  for (size_t i = 0; i < cut; ++i)
-    if ((u -= probs[i]) < 0) return ids[i];
-  return ids[cut - 1];
+  ids.resize(cut);
+  probs.resize(cut);
+  c.mass = std::accumulate(probs.begin(), probs.end(), 0.0);
+  c.ids = std::move(ids);
+  c.weights = std::move(probs);
+  return c;
+}
+
+int32_t Sampler::draw(const Candidates& c) {
+  if (greedy()) return c.ids[0];
+  double u = std::uniform_real_distribution<double>(0.0, c.mass)(rng_);
+  for (size_t i = 0; i < c.ids.size(); ++i)
+    if ((u -= c.weights[i]) < 0) return c.ids[i];
+  return c.ids.back();
+}
+
+double Sampler::uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
+
+double Candidates::probability(int32_t id) const {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] == id) return weights[i] / mass;
+  return 0;
 }
 
 std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int k, int32_t max_token_id) {

@@ -22,6 +22,17 @@ struct SamplingParams {
   uint64_t seed = 0;
 };
 
+// The distribution sample() draws from: candidate ids, most likely first, with weights that sum
+// to `mass` (the weights are normalised over the top-k set; top-p and min-p then cut the tail).
+// Greedy: the argmax alone, weight 1.
+struct Candidates {
+  std::vector<int32_t> ids;
+  std::vector<double> weights;
+  double mass = 1;
+  // The probability of `id` (0 when it is not a candidate).
+  double probability(int32_t id) const;
+};
+
 class Sampler {
  public:
   // max_token_id < 0 means every row of the logits may be chosen.
@@ -29,6 +40,14 @@ class Sampler {
 
   // history: the ids the penalties look at (the caller decides: generated, or whole context).
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history = {});
+
+  // The pieces of sample(), for speculative decoding (engine/speculative.h), which needs the
+  // distributions themselves: sample(l, h) is draw(candidates(l, h)).
+  Candidates candidates(std::span<const float> logits, std::span<const int32_t> history) const;
+  int32_t draw(const Candidates& c);
+  // A uniform draw in [0, 1) from the same random state.
+  double uniform();
+  bool greedy() const { return params_.temperature <= 0.f; }
 
   const SamplingParams& params() const { return params_; }
 

@@ -40,16 +40,22 @@ int prefill_chunk_for(const Model& model, int requested) {
 }
 
 bool Session::prefill(std::span<const int32_t> tokens, const PrefillProgress& progress,
-                      const std::atomic<bool>* cancel) {
+                      const std::atomic<bool>* cancel, const PrefillHidden& hidden) {
   if (tokens.empty()) return true;
   if (options_.engine) return options_.engine->prefill(*this, tokens, progress, cancel);
   const size_t chunk = size_t(prefill_chunk_for(*model_, options_.prefill_chunk));
   ForwardOptions fo{options_.delta_rule, RowKind::kPrompt};
+  std::vector<float> hidden_rows;
   for (size_t done = 0; done < tokens.size();) {
     if (cancel && cancel->load()) return false;
     logits_.resize(layout_.vocab_size);
     size_t n = std::min(chunk, tokens.size() - done);
+    if (hidden) {
+      hidden_rows.resize(n * size_t(model_->config().hidden_size));
+      fo.final_hidden = hidden_rows.data();
+    }
     model_->forward(tokens.subspan(done, n), state_, logits_.data(), fo);
+    if (hidden) hidden(tokens.subspan(done, n), hidden_rows);
     done += n;
     if (progress) progress(int64_t(done), int64_t(tokens.size()));
   }
@@ -61,6 +67,74 @@ void Session::decode(int32_t token) {
   logits_.resize(layout_.vocab_size);
   model_->forward(std::span<const int32_t>(&token, 1), state_, logits_.data(),
                   ForwardOptions{options_.delta_rule, RowKind::kGenerated});
+}
+
+void Session::verify(std::span<const int32_t> tokens, float* all_logits, float* final_hidden,
+                     RollbackMethod method) {
+  const int T = int(tokens.size()), V = layout_.vocab_size;
+  if (T == 0) throw Error("verify: no tokens");
+  verified_tokens_.assign(tokens.begin(), tokens.end());
+  verified_states_.resize(state_.recurrent.size());
+  if (method == RollbackMethod::kKeepStates) {
+    for (size_t r = 0; r < state_.recurrent.size(); ++r)
+      state_.recurrent[r].history = &verified_states_[r];
+  } else {
+    verify_start_ = state_.recurrent;
+  }
+  // One pass: every row's logits through the LM head at once, as generated rows.
+  BatchSegment segment;
+  segment.tokens = tokens;
+  segment.state = &state_;
+  segment.kind = RowKind::kGenerated;
+  segment.all_logits = all_logits;
+  segment.final_hidden = final_hidden;
+  logits_.resize(V);
+  segment.logits = logits_.data();
+  try {
+    model_->forward_batch(std::span(&segment, 1), ForwardOptions{options_.delta_rule});
+  } catch (...) {
+    for (RecurrentState& r : state_.recurrent) r.history = nullptr;
+    throw;
+  }
+  for (RecurrentState& r : state_.recurrent) r.history = nullptr;
+  verified_logits_.assign(all_logits, all_logits + size_t(T) * V);
+}
+
+void Session::keep_verified(int rows, RollbackMethod method) {
+  const int T = int(verified_tokens_.size()), V = layout_.vocab_size;
+  if (rows < 1 || rows > T)
+    throw Error("keep_verified: " + std::to_string(rows) + " rows of a verify call of " +
+                std::to_string(T));
+  if (rows == T) return;
+  const int64_t start = state_.position - T;
+  if (method == RollbackMethod::kKeepStates) {
+    for (size_t r = 0; r < state_.recurrent.size(); ++r) {
+      RecurrentState& s = state_.recurrent[r];
+      std::copy_n(verified_conv(int(r), rows - 1), s.conv.size(), s.conv.begin());
+      std::copy_n(verified_ssm(int(r), rows - 1), s.ssm.size(), s.ssm.begin());
+    }
+    state_.position = start + rows;
+  } else {
+    for (size_t r = 0; r < state_.recurrent.size(); ++r) {
+      state_.recurrent[r].conv = verify_start_[r].conv;
+      state_.recurrent[r].ssm = verify_start_[r].ssm;
+    }
+    state_.position = start;
+    std::vector<float> unused(V);
+    model_->forward(std::span<const int32_t>(verified_tokens_).first(size_t(rows)), state_,
+                    unused.data(), ForwardOptions{options_.delta_rule, RowKind::kGenerated});
+  }
+  logits_.assign(verified_logits_.begin() + size_t(rows - 1) * V,
+                 verified_logits_.begin() + size_t(rows) * V);
+  verified_tokens_.resize(size_t(rows));
+}
+
+const float* Session::verified_conv(int r, int row) const {
+  return verified_states_.at(r).conv.data() + size_t(row) * state_.recurrent.at(r).conv.size();
+}
+
+const float* Session::verified_ssm(int r, int row) const {
+  return verified_states_.at(r).ssm.data() + size_t(row) * state_.recurrent.at(r).ssm.size();
 }
 
 void Session::truncate(int64_t m) {
@@ -98,6 +172,8 @@ void Session::read_recurrent(int r, float* conv_out, float* ssm_out) const {
 
 void Session::reset(int64_t position) {
   if (position < 0) throw Error("reset: negative position");
+  ++resets_;
+  verified_tokens_.clear();
   state_ = model_->new_state(state_.kv_type);
   for (KvCache& kv : state_.kv) kv.ensure_rows(position, state_.kv_row_bytes);
   state_.position = position;

@@ -42,6 +42,15 @@ int prefill_chunk_for(const Model& model, int requested);
 
 // Called after each prefill chunk with (tokens done, total).
 using PrefillProgress = std::function<void(int64_t done, int64_t total)>;
+// Called after each prefill chunk with its tokens and their final hidden rows ([n][H]).
+using PrefillHidden =
+    std::function<void(std::span<const int32_t> tokens, std::span<const float> hidden)>;
+
+// How Session::keep_verified returns the recurrent layers to an earlier row of a verify call.
+enum class RollbackMethod {
+  kKeepStates,  // the verify call keeps every layer's state after each row; copy one back
+  kRecompute,   // the verify call snapshots the states; restore them and feed the kept rows again
+};
 
 class Session : public StateSource, public StateSink {
  public:
@@ -50,9 +59,26 @@ class Session : public StateSource, public StateSink {
   // Feeds tokens (prompt rows) in chunks. Returns false when *cancel became true between chunks;
   // the Session is then consistent at the last finished chunk.
   bool prefill(std::span<const int32_t> tokens, const PrefillProgress& progress = {},
-               const std::atomic<bool>* cancel = nullptr);
+               const std::atomic<bool>* cancel = nullptr, const PrefillHidden& hidden = {});
   // Feeds one generated row (a decode step).
   void decode(int32_t token);
+
+  // Speculative decoding (engine/speculative.h). verify feeds `tokens` as generated rows in one
+  // forward call and writes every row's logits ([T][vocab]) and final hidden rows ([T][H]);
+  // logits() becomes the last row's. keep_verified(rows, method) then keeps only the first
+  // `rows` (1..T) of them, exactly as if only those had been fed: the position drops, the K/V
+  // rows past it are dropped with it, and every recurrent layer returns to its state after row
+  // rows - 1. `method` must be the one verify was called with.
+  void verify(std::span<const int32_t> tokens, float* all_logits, float* final_hidden,
+              RollbackMethod method = RollbackMethod::kKeepStates);
+  void keep_verified(int rows, RollbackMethod method = RollbackMethod::kKeepStates);
+  // Recurrent layer r's conv and SSM state after row `row` of the last verify call
+  // (kKeepStates), for a view of the state at an earlier row.
+  const float* verified_conv(int r, int row) const;
+  const float* verified_ssm(int r, int row) const;
+  // Counts reset() calls (restores, imports): a caller that keeps something in step with the
+  // state (the MTP head's rows) learns from a change that the state was replaced.
+  uint64_t resets() const { return resets_; }
 
   // Drops positions [m, n). Only for models without recurrent layers (throws otherwise). The
   // logits of position m-1 are not known afterwards: logits() is empty until a token is fed.
@@ -88,6 +114,13 @@ class Session : public StateSource, public StateSink {
   StateLayout layout_;
   ModelState state_;
   std::vector<float> logits_;
+  uint64_t resets_ = 0;
+  // The last verify call: its tokens, every row's logits, and the recurrent states it kept (one
+  // history per layer, kKeepStates) or started from (kRecompute).
+  std::vector<int32_t> verified_tokens_;
+  std::vector<float> verified_logits_;
+  std::vector<RecurrentHistory> verified_states_;
+  std::vector<RecurrentState> verify_start_;
 };
 
 // The layout of every Session of `model` with K/V rows stored as kv_dtype.

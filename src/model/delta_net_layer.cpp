@@ -15,6 +15,45 @@
 #include "model/layers.h"
 
 namespace qmlx {
+namespace {
+
+// state.history->conv: after token t, the last K-1 rows of [state.conv; qkv rows 0..t] (what the
+// convolution leaves behind), written before the convolution updates state.conv.
+void keep_conv_history(const float* qkv, int T, int CD, int K, RecurrentState& state) {
+  const size_t rows = size_t(K - 1), row = size_t(CD);
+  std::vector<float>& out = state.history->conv;
+  out.resize(size_t(T) * rows * row);
+  for (int t = 0; t < T; ++t)
+    for (size_t r = 0; r < rows; ++r) {
+      // Row r of the state after token t is input row t - (K-2) + r (negative: the old state).
+      const int64_t s = int64_t(t) - int64_t(rows) + 1 + int64_t(r);
+      const float* from =
+          s >= 0 ? qkv + size_t(s) * row : state.conv.data() + size_t(int64_t(rows) + s) * row;
+      std::copy_n(from, row, out.data() + (size_t(t) * rows + r) * row);
+    }
+}
+
+// The token recurrence one token at a time (the recurrence's arithmetic per token does not depend
+// on how many tokens a call holds), copying the SSM state after each into state.history->ssm.
+void recurrent_with_history(const GatedDeltaInputs& in, RecurrentState& state, float* out) {
+  const size_t per_token = state.ssm.size();
+  std::vector<float>& kept = state.history->ssm;
+  kept.resize(size_t(in.T) * per_token);
+  const size_t head_out = size_t(in.Hv) * in.Dv;
+  for (int t = 0; t < in.T; ++t) {
+    GatedDeltaInputs one = in;
+    one.T = 1;
+    one.q += size_t(t) * in.row_stride;
+    one.k += size_t(t) * in.row_stride;
+    one.v += size_t(t) * in.row_stride;
+    one.g += size_t(t) * in.Hv;
+    one.beta += size_t(t) * in.Hv;
+    gated_delta_recurrent(one, state.ssm.data(), out + size_t(t) * head_out);
+    std::copy(state.ssm.begin(), state.ssm.end(), kept.begin() + size_t(t) * per_token);
+  }
+}
+
+}  // namespace
 
 void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float* x,
                      const RaggedRows& rows, size_t slot, DeltaRuleForm form, float* out) {
@@ -30,10 +69,14 @@ void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float
   matmul(x, T, w.a, a.data(), G);
 
   std::vector<float> conv(size_t(T) * CD);
-  for (const SequenceRows& s : rows.sequences)
+  for (const SequenceRows& s : rows.sequences) {
+    RecurrentState& state = s.state->recurrent[slot];
+    if (state.history)
+      keep_conv_history(qkv.data() + size_t(s.first) * CD, s.count, CD, c.conv_kernel, state);
     causal_conv1d_silu(qkv.data() + size_t(s.first) * CD, CD, s.count, CD, c.conv_kernel,
                        w.conv.data(), s.state->recurrent[slot].conv.data(),
                        conv.data() + size_t(s.first) * CD);
+  }
   // Released now rather than at return: it is the layer's largest buffer (32 MiB at 1,024
   // tokens on the 35B-A3B shape) and the rest of the layer peaks without it.
   std::vector<float>().swap(qkv);
@@ -69,12 +112,14 @@ void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float
     in.row_stride = CD;
     in.g = a.data() + size_t(s.first) * Hv;
     in.beta = b.data() + size_t(s.first) * Hv;
-    float* ssm = s.state->recurrent[slot].ssm.data();
+    RecurrentState& state = s.state->recurrent[slot];
     float* so = o.data() + size_t(s.first) * VD;
-    if (form == DeltaRuleForm::kChunked)
-      gated_delta_chunked(in, ssm, so);
+    if (state.history)
+      recurrent_with_history(in, state, so);
+    else if (form == DeltaRuleForm::kChunked)
+      gated_delta_chunked(in, state.ssm.data(), so);
     else
-      gated_delta_recurrent(in, ssm, so);
+      gated_delta_recurrent(in, state.ssm.data(), so);
   }
 
   for (int t = 0; t < T; ++t)

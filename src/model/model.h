@@ -85,11 +85,13 @@ class Model {
   // ForwardOptions::final_hidden) with the embedding of the token that follows it
   // (`next_tokens`[t]). Appends the rows' K/V, advances the position and writes the logits
   // after the last row (vocab_size floats): the distribution of the token after next_tokens[T-1].
-  // The caller rolls back rejected rows by lowering state.position. Throws qmlx::Error when the
-  // model has no MTP head or a token is outside the vocabulary. The rows are generated rows
-  // (drafting) unless `rows` says otherwise.
+  // The caller rolls back rejected rows by lowering state.position. The rows are generated rows
+  // (drafting) unless `rows` says otherwise. `last_hidden`, when set, receives the head's
+  // final-normed output of the last row ([H]): the hidden input of a further draft row. Throws
+  // qmlx::Error when the model has no MTP head or a token is outside the vocabulary.
   void mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
-                   ModelState& state, float* last_logits, RowKind rows = RowKind::kGenerated) const;
+                   ModelState& state, float* last_logits, RowKind rows = RowKind::kGenerated,
+                   float* last_hidden = nullptr) const;
 
  private:
   Model() = default;

@@ -20,9 +20,19 @@ struct KvCache {
   void ensure_rows(int64_t rows, size_t row_bytes);
 };
 
+// The state of a Gated DeltaNet layer after each token of one forward call, for a caller that
+// may roll back to any of them (speculative decoding): token t's conv state at conv + t * (K-1) *
+// conv_channels, its SSM state at ssm + t * Hv * Dv * Dk.
+struct RecurrentHistory {
+  std::vector<float> conv, ssm;
+};
+
 struct RecurrentState {
   std::vector<float> conv;  // [K-1][conv_channels], oldest row first
   std::vector<float> ssm;   // [Hv][Dv][Dk]
+  // When set, the layer also writes here its state after each token it is fed (resized to the
+  // call's T tokens). Not owned.
+  RecurrentHistory* history = nullptr;
 };
 
 struct ModelState {

@@ -5,6 +5,7 @@
 //   x = decoder_layer(x)            full attention at RoPE position p, its own K/V rows
 //   logits = head(RMSNorm_final(x))  the model's own LM head
 // `hidden` is the main model's final-normed hidden state (what its LM head reads).
+#include <algorithm>
 #include <vector>
 
 #include "base/error.h"
@@ -22,7 +23,8 @@ ModelState Model::new_mtp_state(KvType kv_type) const {
 }
 
 void Model::mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
-                        ModelState& state, float* last_logits, RowKind kind) const {
+                        ModelState& state, float* last_logits, RowKind kind,
+                        float* last_hidden) const {
   if (!has_mtp()) throw Error(directory_ + ": the model has no MTP head");
   const auto& c = config_;
   const MtpWeights& m = *weights_.mtp;
@@ -56,6 +58,7 @@ void Model::mtp_forward(std::span<const float> hidden, std::span<const int32_t> 
   std::vector<float> last(H);
   rms_norm(h.data() + size_t(T - 1) * H, m.final_norm.data(), H, c.rms_norm_eps, last.data());
   matmul(last.data(), 1, weights_.head, last_logits, 1);
+  if (last_hidden) std::copy(last.begin(), last.end(), last_hidden);
 }
 
 }  // namespace qmlx

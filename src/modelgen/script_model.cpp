@@ -197,12 +197,16 @@ struct Dims {
   std::map<int, int> token;   // A: one per distinct script token
   std::map<int, int> marker;  // B: the register's read-out, one per marker
   std::map<Rule, int> rule;   // R: one per MLP rule unit
+  // The MTP head's own coordinates (ScriptModelOptions::mtp): the hidden state's constant and
+  // its latest marker, both at the hidden state's scale.
+  int mtp_constant = -1;
+  std::map<int, int> mtp_marker;
   int hidden = 0;
   std::map<int, int> marker_channel;  // marker -> value channel of the register
   std::map<Rule, int> rule_unit;      // rule -> MLP unit
 };
 
-Dims lay_out_dims(const ScriptTokens& tokens, const ScriptPlan& plan) {
+Dims lay_out_dims(const ScriptTokens& tokens, const ScriptPlan& plan, bool mtp) {
   Dims d;
   int next = 2;
   for (const auto& sequence : tokens.sequences) {
@@ -220,6 +224,10 @@ Dims lay_out_dims(const ScriptTokens& tokens, const ScriptPlan& plan) {
   for (const auto& [rule, successor] : plan.rule_successor) {
     d.rule[rule] = next++;
     d.rule_unit[rule] = unit++;
+  }
+  if (mtp) {
+    d.mtp_constant = next++;
+    for (int marker : tokens.markers) d.mtp_marker[marker] = next++;
   }
   d.hidden = (next + 63) / 64 * 64;
   return d;
@@ -239,7 +247,8 @@ class ScriptWeights {
     add("norm.weight", {H}, Matrix(H, 1.0f));
     add("lm_head.weight", {s_.vocab, H}, head());
     add_register_layer();
-    add_silent_attention_layer();
+    add_silent_attention_layer(layer_name(1, ""));
+    if (d_.mtp_constant >= 0) add_mtp_head();
     return std::move(model_);
   }
 
@@ -348,10 +357,11 @@ class ScriptWeights {
     add(layer_name(0, "mlp.down_proj.weight"), {H, I}, down);
   }
 
-  // A real full-attention layer whose outputs are zero (so the model has both layer kinds).
-  void add_silent_attention_layer() {
+  // A real full-attention layer whose outputs are zero (so the model has both layer kinds), its
+  // MLP silent too unless the caller adds one; `prefix` names the layer.
+  void add_silent_attention_layer(const std::string& prefix, bool with_mlp = true) {
     const int H = d_.hidden, D = kAttentionHeadDim, I = s_.intermediate;
-    const auto L = [](const std::string& s) { return layer_name(1, s); };
+    const auto L = [&prefix](const std::string& s) { return prefix + s; };
     add(L("input_layernorm.weight"), {H}, Matrix(H, 1.0f));
     add(L("post_attention_layernorm.weight"), {H}, Matrix(H, 1.0f));
     add(L("self_attn.q_proj.weight"), {2 * D, H}, Matrix(int64_t{2 * D} * H, 0.0f));
@@ -360,9 +370,53 @@ class ScriptWeights {
     add(L("self_attn.o_proj.weight"), {H, D}, Matrix(int64_t{H} * D, 0.0f));
     add(L("self_attn.q_norm.weight"), {D}, Matrix(D, 1.0f));
     add(L("self_attn.k_norm.weight"), {D}, Matrix(D, 1.0f));
+    if (!with_mlp) return;
     add(L("mlp.gate_proj.weight"), {I, H}, Matrix(int64_t{I} * H, 0.0f));
     add(L("mlp.up_proj.weight"), {I, H}, Matrix(int64_t{I} * H, 0.0f));
     add(L("mlp.down_proj.weight"), {H, I}, Matrix(int64_t{H} * I, 0.0f));
+  }
+
+  // The MTP head (script_model.h). Values are relative to the embedding coordinates (1): `scale`
+  // lifts the normalised hidden state's coordinates, `new_marker` lets a marker in its token
+  // coordinate outweigh an older one, `veto` keeps a unit off whose token is absent.
+  void add_mtp_head() {
+    const int H = d_.hidden, I = s_.intermediate;
+    const float scale = 8.0f, new_marker = 4.0f * scale * std::sqrt(float(H));
+    const float veto = 1e6f, gain = 4.0f;
+    // RMSNorm of an embedding (norm sqrt(2)) multiplies it by 1 / embedding_scale.
+    const float embedding_scale = std::sqrt(2.0f / H + kRmsEps);
+    Matrix fc(int64_t{H} * 2 * H, 0.0f);
+    auto fc_at = [&](int out, int in) -> float& { return fc[int64_t{out} * 2 * H + in]; };
+    for (int c = 0; c < H; ++c) fc_at(c, c) = embedding_scale;  // the token, as embedded
+    fc_at(d_.mtp_constant, H + d_.constant) = scale;
+    fc_at(d_.mtp_constant, H + d_.mtp_constant) = scale;
+    for (const auto& [marker, dim] : d_.mtp_marker) {
+      fc_at(dim, H + d_.marker.at(marker)) = scale;
+      fc_at(dim, H + dim) = scale;
+      fc_at(dim, H + d_.token.at(marker)) = new_marker;
+    }
+    add("mtp.fc.weight", {H, 2 * H}, fc);
+    for (const char* n : {"pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"})
+      add(std::string("mtp.") + n + ".weight", {H}, Matrix(H, 1.0f));
+    add_silent_attention_layer("mtp.layers.0.", /*with_mlp=*/false);
+
+    // Unit (token, marker) fires iff the token is there and the marker outweighs half the
+    // constant and every other marker; (token, none) iff the token is there and no marker is.
+    Matrix gate(int64_t{I} * H, 0.0f), up(int64_t{I} * H, 0.0f), down(int64_t{H} * I, 0.0f);
+    for (const auto& [rule, unit] : d_.rule_unit) {
+      float* g = &gate[int64_t{unit} * H];
+      g[d_.token.at(rule.token)] = gain * veto;
+      g[d_.constant] = -gain * veto;
+      for (const auto& [marker, dim] : d_.mtp_marker)
+        g[dim] = rule.latest_marker < 0 || marker != rule.latest_marker ? -gain : gain;
+      g[d_.mtp_constant] = (rule.latest_marker < 0 ? 0.5f : -0.5f) * gain;
+      up[int64_t{unit} * H + d_.constant] = 1.0f;
+      up[int64_t{unit} * H + d_.mtp_constant] = 1.0f;
+      down[int64_t{d_.rule.at(rule)} * I + unit] = 1.0f;
+    }
+    add("mtp.layers.0.mlp.gate_proj.weight", {I, H}, gate);
+    add("mtp.layers.0.mlp.up_proj.weight", {I, H}, up);
+    add("mtp.layers.0.mlp.down_proj.weight", {H, I}, down);
   }
 
   const ScriptTokens& tokens_;
@@ -419,13 +473,14 @@ void write_script_model(const std::string& script, const ScriptModelOptions& opt
   }
   const ScriptTokens tokens = assign_ids(std::move(sequences), vocabulary);
   const ScriptPlan plan = plan_script(tokens);
-  const Dims dims = lay_out_dims(tokens, plan);
+  const Dims dims = lay_out_dims(tokens, plan, options.mtp);
 
   ModelOptions model;
   model.arch = Arch::kQwen35;
   model.layout = Layout::kHF;
   model.dtype = TensorDType::kF32;
   model.shape = script_shape(dims, tokens, plan, vocabulary.size());
+  model.shape.mtp = options.mtp;
   const LogicalModel weights = ScriptWeights(tokens, plan, dims, model.shape).build();
   write_model_folder(model, weights, vocabulary, chat_template_for(options.template_arch), out_dir);
 }

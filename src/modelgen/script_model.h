@@ -25,6 +25,16 @@
 //    steps' rules are keyed on it. The two scripts share the vocabulary, so their pieces are
 //    distinct and every marker is still used once. A client's tool round trip thus ends: the
 //    first request calls a tool, the one carrying its result gets the second script.
+//  - The MTP head (with ScriptModelOptions::mtp) applies the same rules one token later. Its row
+//    pairs the main model's final hidden state at p with token p + 1: fc copies the token's
+//    embedding coordinates as they are and the register's read-out of the hidden state into
+//    coordinates of its own (with the hidden state's constant coordinate, which shares the
+//    unknown scale of the normalised hidden state, so a rule unit compares the two: "marker
+//    present" whatever the scale). Its decoder layer's attention is silent and its MLP holds the
+//    rule units again, keyed on those coordinates (a wrong token vetoes a unit outright); the
+//    final norm and the shared LM head then pick the successor, as the main model would one step
+//    later. A marker in the hidden state's own token coordinate (the head's own output, for a
+//    further draft) counts as the latest marker and silences the older ones.
 // Limits: a script in which the same (token, latest marker) context needs two different
 // continuations (e.g. a repeated identical tool call) is rejected with an error naming the
 // position, and a prompt must not end with the script's own first token when that token is
@@ -44,6 +54,9 @@ struct ScriptModelOptions {
   // The reply to any prompt that contains a tool result (<tool_response>); without it every
   // prompt gets the main script. Neither script may then contain <tool_response>.
   std::optional<std::string> script_after_tool;
+  // Also write an MTP head (`mtp.*`) that predicts the token after next from the main model's
+  // hidden state and the next token, by the same rules (speculative decoding's fixture).
+  bool mtp = false;
 };
 
 // Writes the model folder (qwen3_5 architecture, Hugging Face layout, float32).

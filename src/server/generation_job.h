@@ -43,6 +43,8 @@ struct GenerationStats {
   double decode_ms = 0;
   CacheLookupResult cache;
   std::vector<std::string> normalized;  // prompt normalization rules that changed the request
+  // Speculative decoding's steps, drafts, accepted drafts and tokens produced (all zero when off).
+  SpeculativeCounts speculative;
 
   double prefill_tokens_per_second() const;
   double decode_tokens_per_second() const;

@@ -222,12 +222,27 @@ class Run {
                                      *runtime_.tokenizer);
     std::vector<int32_t> history = prompt_ids_;
     const int max_tokens = request_.max_tokens.value_or(1);
+    SpeculativeDecoding* speculative = speculation(tool_choice);
+    const SpeculativeCounts counts_before =
+        speculative ? speculative->counts() : SpeculativeCounts{};
+    // The last speculative step while its tokens are being taken (the session has fed all of them
+    // but the last), and how many were taken.
+    const SpeculativeStep* step = nullptr;
+    size_t taken = 0;
     auto decode_start = Clock::now();
     FinishReason reason = FinishReason::kLength;
     for (int i = 0; i < max_tokens; ++i) {
-      std::span<const float> logits = session_.logits();
-      std::optional<int32_t> forced = tool_choice.forced_token();
-      int32_t token = forced ? *forced : sampler->sample(logits, history);
+      std::span<const float> logits;
+      int32_t token;
+      if (step && taken < step->tokens.size()) {
+        logits = step->logits[taken];
+        token = step->tokens[taken++];
+      } else {
+        step = nullptr;
+        logits = session_.logits();
+        std::optional<int32_t> forced = tool_choice.forced_token();
+        token = forced ? *forced : sampler->sample(logits, history);
+      }
       tool_choice.observe(token);
       if (i == 0) {
         stats_.ttft_ms = ms_since(start_);
@@ -254,9 +269,22 @@ class Run {
         reason = FinishReason::kCancelled;
         break;
       }
-      session_.decode(token);
-      hooks_.on_decode_step(view_, history, session_.state_source());
+      if (step && taken < step->tokens.size()) {
+        // A draft the model kept: the session already holds it.
+        hooks_.on_decode_step(view_, history, speculative->state_after(int(taken) + 1));
+      } else if (speculative) {
+        step = &speculative->step(token, *sampler, history, max_tokens - i - 2);
+        taken = 0;
+        hooks_.on_decode_step(view_, history, speculative->state_after(1));
+      } else {
+        session_.decode(token);
+        hooks_.on_decode_step(view_, history, session_.state_source());
+      }
     }
+    // Whatever ended the loop, the session holds what plain decoding would have fed: the tokens
+    // before the last one taken.
+    if (step) speculative->keep(int(taken));
+    if (speculative) record_speculation(counts_before, speculative->counts());
     // The detokenizer's flush may complete a stop string too.
     if (reason != FinishReason::kStopSequence) {
       output.push(detokenizer.finish(), int64_t(generated_.size()));
@@ -273,6 +301,25 @@ class Run {
       reason = FinishReason::kToolCalls;
     }
     return reason;
+  }
+
+  // The session's speculative decoding for this request, or null: off, or a tool_choice that
+  // forces tokens (forced tokens are not drafts the rule could check; plain decoding, said once).
+  SpeculativeDecoding* speculation(const ToolChoiceConstraint& tool_choice) {
+    SpeculativeDecoding* speculative = session_.speculative();
+    if (speculative && tool_choice.may_force()) {
+      log_info("uid=" + std::to_string(job_.uid()) +
+               " speculative decoding off for this request: its tool_choice forces tokens");
+      return nullptr;
+    }
+    return speculative;
+  }
+
+  void record_speculation(const SpeculativeCounts& before, const SpeculativeCounts& after) {
+    stats_.speculative.steps = after.steps - before.steps;
+    stats_.speculative.drafted = after.drafted - before.drafted;
+    stats_.speculative.accepted = after.accepted - before.accepted;
+    stats_.speculative.tokens = after.tokens - before.tokens;
   }
 
   GenerationOutcome finish(FinishReason reason) {

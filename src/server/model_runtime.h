@@ -14,11 +14,33 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/session_state.h"
+#include "engine/speculative_step.h"
 #include "server/generation_request.h"
 #include "text/output/output_format.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace qmlx::server {
+
+class TokenSampler;
+
+// Speculative decoding on a session (engine/speculative.h): the model's MTP head drafts tokens and
+// one forward pass checks them.
+class SpeculativeDecoding {
+ public:
+  virtual ~SpeculativeDecoding() = default;
+  // `token` was chosen from the session's logits() and is not fed: feeds it with up to
+  // `max_drafts` drafts and returns the tokens that follow it (the accepted drafts, then the
+  // model's own token), each with the logits row it was chosen from; the last is not fed.
+  // `sampler` must come from the same runtime's new_sampler.
+  virtual const SpeculativeStep& step(int32_t token, TokenSampler& sampler,
+                                      std::span<const int32_t> history, int max_drafts) = 0;
+  // Only the first `used` tokens of the last step were taken: the session then holds the step's
+  // input token and the first used - 1 of them, as plain decoding would have fed.
+  virtual void keep(int used) = 0;
+  // The state after the step's input token and the first fed - 1 tokens it returned.
+  virtual const StateSource& state_after(int fed) = 0;
+  virtual const SpeculativeCounts& counts() const = 0;
+};
 
 // A sequence being computed: position n, the logits of position n-1.
 class InferenceSession {
@@ -35,6 +57,8 @@ class InferenceSession {
   // The cache's view of the state (copy out checkpoints, install restores).
   virtual StateSource& state_source() = 0;
   virtual StateSink& state_sink() = 0;
+  // Speculative decoding, or null when it is off (the default, and a model without an MTP head).
+  virtual SpeculativeDecoding* speculative() { return nullptr; }
 };
 
 // Picks the next token from logits; holds its own random state (seeded per request).
@@ -62,9 +86,10 @@ struct RenderedPrompt {
 using StepListener = std::function<void(int sequences, int rows, double seconds)>;
 
 struct ModelRuntime {
-  std::string model_id;      // the id in /v1/models and in responses
-  std::string architecture;  // from config.json, for the start-up line
-  std::string description;   // layers by type, memory: the start-up summary
+  std::string model_id;        // the id in /v1/models and in responses
+  std::string architecture;    // from config.json, for the start-up line
+  std::string description;     // layers by type, memory: the start-up summary
+  int speculative_tokens = 0;  // draft tokens per speculative step; 0: off
   int64_t context_length = 0;
   // What the prefix cache keys its store with (engine/model_identity.h) and the shape of the
   // sessions' state; empty identity: this runtime cannot be cached.

@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/process.h"
 #include "cache/config.h"
+#include "engine/speculative_config.h"
 
 namespace qmlx::server {
 namespace {
@@ -221,6 +222,12 @@ void validate_options(const ServerOptions& options) {
   if (options.max_batch_memory_mb < 0) {
     throw Error("--max-batch-memory must not be negative (0 = --parallel full-context sequences)");
   }
+  if (options.speculative_tokens > 0 && options.parallel > 1) {
+    // Speculative steps (k + 1 generated rows, then a rollback) are not batched with other
+    // sequences yet; a speculating session runs its forwards itself, one slot at a time.
+    throw Error("--speculative needs --parallel 1 (speculative decoding is not batched yet), not " +
+                std::to_string(options.parallel));
+  }
 }
 
 ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
@@ -274,6 +281,16 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
           },
           dtype_choices()))
       ->capture_default_str();
+  std::string speculative, speculative_config;
+  auto* speculative_flag =
+      app.add_option("--speculative", speculative,
+                     "Speculative decoding with the model's MTP head: mtp (1 draft token per "
+                     "step), mtp:K (K = 1..4) or off (default). Output is unchanged; a model "
+                     "without an MTP head decodes plainly");
+  app.add_option("--speculative-config", speculative_config,
+                 "qMLX / vLLM form of --speculative: "
+                 "'{\"method\":\"mtp\",\"num_speculative_tokens\":K}'")
+      ->excludes(speculative_flag);
   add_sampling_flags(app, options.sampling);
   app.add_option("--log-format", log_format, "Log lines as text or json")
       ->check(CLI::IsMember({"text", "json"}))
@@ -298,6 +315,9 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return {std::nullopt, app.exit(e)};
   }
+  if (!speculative.empty()) options.speculative_tokens = parse_speculative_flag(speculative);
+  if (!speculative_config.empty())
+    options.speculative_tokens = parse_speculative_config(speculative_config);
   options.log_format = log_format == "json" ? LogFormat::kJson : LogFormat::kText;
   options.kv_cache_dtype = *dtype_from_name(kv_cache_dtype);
   options.model_path = expand_user(options.model_path);

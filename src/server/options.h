@@ -46,6 +46,8 @@ struct ServerOptions {
   std::string api_key;                  // empty: any non-empty key is accepted
   int threads = 0;                      // 0: all cores
   DType kv_cache_dtype = DType::kBF16;  // how Sessions store K/V rows (--kv-cache-dtype)
+  // MTP draft tokens per decode step (--speculative mtp[:k], --speculative-config); 0: off.
+  int speculative_tokens = 0;
   SamplingDefaults sampling;
   LogFormat log_format = LogFormat::kText;
   int max_body_mb = 64;

@@ -14,6 +14,8 @@
 #include "engine/model_identity.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
+#include "engine/speculative.h"
+#include "engine/speculative_config.h"
 #include "text/template/chat_prompt.h"
 
 namespace qmlx::server {
@@ -22,22 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 using ordered_json = nlohmann::ordered_json;
 
-class EngineSession : public InferenceSession {
- public:
-  EngineSession(std::shared_ptr<const Model> model, SessionOptions options)
-      : session_(std::move(model), options) {}
-  int64_t position() const override { return session_.position(); }
-  void reset() override { session_.reset(0); }
-  void prefill(std::span<const int32_t> ids) override { session_.prefill(ids); }
-  void decode(int32_t id) override { session_.decode(id); }
-  std::span<const float> logits() const override { return session_.logits(); }
-  StateSource& state_source() override { return session_; }
-  StateSink& state_sink() override { return session_; }
-
- private:
-  Session session_;
-};
-
 class EngineSampler : public TokenSampler {
  public:
   EngineSampler(const qmlx::SamplingParams& params, int32_t max_token_id)
@@ -45,10 +31,80 @@ class EngineSampler : public TokenSampler {
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history) override {
     return sampler_.sample(logits, history);
   }
+  Sampler& engine() { return sampler_; }
 
  private:
   Sampler sampler_;
 };
+
+class EngineSpeculation : public SpeculativeDecoding {
+ public:
+  EngineSpeculation(Session& session, const SpeculativeOptions& options)
+      : decoder_(session, options) {}
+  const SpeculativeStep& step(int32_t token, TokenSampler& sampler,
+                              std::span<const int32_t> history, int max_drafts) override {
+    auto* engine = dynamic_cast<EngineSampler*>(&sampler);
+    if (!engine) throw Error("speculative decoding needs the engine's own sampler");
+    return decoder_.step(token, engine->engine(), history, max_drafts);
+  }
+  void keep(int used) override { decoder_.keep(used); }
+  const StateSource& state_after(int fed) override { return decoder_.state_after(fed); }
+  const SpeculativeCounts& counts() const override { return decoder_.counts(); }
+  SpeculativeDecoder& decoder() { return decoder_; }
+
+ private:
+  SpeculativeDecoder decoder_;
+};
+
+class EngineSession : public InferenceSession {
+ public:
+  // speculative.draft_tokens 0: plain decoding.
+  EngineSession(std::shared_ptr<const Model> model, SessionOptions options,
+                const SpeculativeOptions& speculative)
+      : session_(std::move(model), options) {
+    if (speculative.draft_tokens > 0)
+      speculation_ = std::make_unique<EngineSpeculation>(session_, speculative);
+  }
+  int64_t position() const override { return session_.position(); }
+  void reset() override { session_.reset(0); }
+  // Through the decoder when speculating, so the MTP head sees the prompt's rows too.
+  void prefill(std::span<const int32_t> ids) override {
+    if (speculation_)
+      speculation_->decoder().prefill(ids);
+    else
+      session_.prefill(ids);
+  }
+  void decode(int32_t id) override { session_.decode(id); }
+  std::span<const float> logits() const override { return session_.logits(); }
+  StateSource& state_source() override { return session_; }
+  StateSink& state_sink() override { return session_; }
+  SpeculativeDecoding* speculative() override { return speculation_.get(); }
+
+ private:
+  Session session_;
+  std::unique_ptr<EngineSpeculation> speculation_;
+};
+
+// The speculative decoding of `options` for `model`: off, with one line saying why, when the
+// model has no MTP head.
+SpeculativeOptions speculative_options(const Model& model, const ServerOptions& options) {
+  SpeculativeOptions speculative;
+  speculative.draft_tokens = 0;
+  if (options.speculative_tokens == 0) return speculative;
+  if (!model.has_mtp()) {
+    log_info("speculative decoding off: the model has no MTP head (no mtp.* tensors)");
+    return speculative;
+  }
+  speculative.draft_tokens = options.speculative_tokens;
+  speculative.reject_probability = speculative_reject_probability_from_env();
+  log_info("speculative decoding: MTP head, " + std::to_string(speculative.draft_tokens) +
+           " draft token(s) per step" +
+           (speculative.reject_probability > 0
+                ? " (test hook: drafts rejected with probability " +
+                      std::to_string(speculative.reject_probability) + ")"
+                : ""));
+  return speculative;
+}
 
 qmlx::SamplingParams engine_params(const SamplingParams& p, uint64_t seed) {
   qmlx::SamplingParams e;
@@ -175,11 +231,15 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
     return chat->render(messages, tools.empty() ? ordered_json(nullptr) : tools,
                         add_generation_prompt, kwargs);
   };
+  const SpeculativeOptions speculative = speculative_options(*model, options);
+  runtime->speculative_tokens = speculative.draft_tokens;
   // One step loop for every session: with --parallel N the slots' sequences share its steps.
+  // Speculative decoding is not batched yet: its sessions run their forwards directly, which is
+  // only safe with one slot (options.cpp refuses --speculative with --parallel above 1).
   auto engine = std::make_shared<BatchEngine>(model);
-  session_options.engine = engine;
-  runtime->new_session = [model, session_options] {
-    return std::make_unique<EngineSession>(model, session_options);
+  if (speculative.draft_tokens == 0) session_options.engine = engine;
+  runtime->new_session = [model, session_options, speculative] {
+    return std::make_unique<EngineSession>(model, session_options, speculative);
   };
   runtime->listen_steps = [engine](StepListener listener) {
     if (!listener) return engine->set_step_observer({});

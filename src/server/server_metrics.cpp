@@ -18,6 +18,10 @@ const std::vector<double> kStepBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.0
 const std::vector<double> kRateBuckets = {1,   2.5, 5,    10,   25,   50,   100,
                                           250, 500, 1000, 2500, 5000, 10000};
 
+const std::vector<double> kFractionBuckets = {0.1, 0.2, 0.3, 0.4,  0.5,  0.6,
+                                              0.7, 0.8, 0.9, 0.95, 0.99, 1};
+const std::vector<double> kTokensPerStepBuckets = {1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 5};
+
 const char* finish_name(FinishReason reason) {
   return reason == FinishReason::kCancelled ? "cancelled" : openai_finish_reason(reason);
 }
@@ -41,6 +45,20 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry)
                                       "Prefill throughput per request", kRateBuckets)),
       decode_tps_(registry.histogram("qmlx_decode_tokens_per_second",
                                      "Decode throughput per request", kRateBuckets)),
+      speculative_steps_(
+          registry.counter("qmlx_speculative_steps_total",
+                           "Speculative decoding steps (one forward pass of the main model each)")),
+      speculative_drafted_(registry.counter("qmlx_speculative_draft_tokens_total",
+                                            "Tokens drafted by the MTP head")),
+      speculative_accepted_(registry.counter("qmlx_speculative_accepted_tokens_total",
+                                             "Drafted tokens the main model accepted")),
+      speculative_acceptance_(registry.histogram("qmlx_speculative_acceptance_rate",
+                                                 "Accepted / drafted tokens per request",
+                                                 kFractionBuckets)),
+      speculative_tokens_per_step_(registry.histogram(
+          "qmlx_speculative_tokens_per_step",
+          "Tokens produced per speculative step (accepted drafts + 1) per request",
+          kTokensPerStepBuckets)),
       normalizations_(registry.counter("qmlx_prompt_normalizations_total",
                                        "Requests changed by each prompt normalization rule",
                                        {"rule"})),
@@ -93,6 +111,14 @@ void ServerMetrics::record_generation(const GenerationStats& stats) {
   if (stats.completion_tokens > 1 && stats.decode_ms > 0) {
     decode_tps_.observe(stats.decode_tokens_per_second());
   }
+  const SpeculativeCounts& spec = stats.speculative;
+  if (spec.steps > 0) {
+    speculative_steps_.add(double(spec.steps));
+    speculative_drafted_.add(double(spec.drafted));
+    speculative_accepted_.add(double(spec.accepted));
+    if (spec.drafted > 0) speculative_acceptance_.observe(double(spec.accepted) / spec.drafted);
+    speculative_tokens_per_step_.observe(double(spec.tokens) / spec.steps);
+  }
 }
 
 std::string request_log_line(uint64_t uid, FinishReason finish, const GenerationStats& stats) {
@@ -119,6 +145,12 @@ std::string request_log_line(uint64_t uid, FinishReason finish, const Generation
                 static_cast<long long>(stats.completion_tokens), stats.prefill_tokens_per_second(),
                 stats.decode_tokens_per_second(), stats.queue_ms, finish_name(finish));
   out += line;
+  const SpeculativeCounts& spec = stats.speculative;
+  if (spec.drafted > 0) {  // none when every step ran without drafts (a one-token reply)
+    std::snprintf(line, sizeof line, " spec_accept=%.2f spec_tokens_per_step=%.2f",
+                  double(spec.accepted) / spec.drafted, double(spec.tokens) / spec.steps);
+    out += line;
+  }
   if (!stats.normalized.empty()) {
     out += " normalized=";
     for (size_t i = 0; i < stats.normalized.size(); ++i) {

@@ -36,6 +36,11 @@ class ServerMetrics {
   Histogram& ttft_seconds_;
   Histogram& prefill_tps_;
   Histogram& decode_tps_;
+  Counter& speculative_steps_;
+  Counter& speculative_drafted_;
+  Counter& speculative_accepted_;
+  Histogram& speculative_acceptance_;
+  Histogram& speculative_tokens_per_step_;
   Counter& normalizations_;
   Gauge& running_sequences_;
   Gauge& waiting_sequences_;
@@ -43,7 +48,8 @@ class ServerMetrics {
   Histogram& step_seconds_;
 };
 
-// The per-request log line: starts exactly `uid=<n> <HIT|MISS> cached=<c> prefill=<p>`; ends
+// The per-request log line: starts exactly `uid=<n> <HIT|MISS> cached=<c> prefill=<p>`; has
+// `spec_accept=<accepted/drafted> spec_tokens_per_step=<t>` when speculative decoding ran; ends
 // with `normalized=<rule>,<rule>` when prompt normalization rules changed the request.
 std::string request_log_line(uint64_t uid, FinishReason finish, const GenerationStats& stats);
 

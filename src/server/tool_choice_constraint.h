@@ -35,6 +35,10 @@ class ToolChoiceConstraint {
   std::optional<int32_t> forced_token();
   // Every token of the reply, forced or sampled, in order (to see the reasoning block close).
   void observe(int32_t token);
+  // Whether forced_token() may still return a token.
+  bool may_force() const {
+    return phase_ == Phase::kAwaitReasoningEnd || phase_ == Phase::kForcing;
+  }
 
  private:
   enum class Phase { kOff, kAwaitReasoningEnd, kForcing, kDone };

@@ -191,6 +191,17 @@ TEST_F(OptionsTest, ParallelIsOneToSixtyFourAndTheBatchMemoryNotNegative) {
   EXPECT_THROW(parse({"--max-batch-memory", "-1"}), Error);
 }
 
+TEST_F(OptionsTest, SpeculativeDecodingNeedsOneSlot) {
+  EXPECT_EQ(parse({"--speculative", "mtp:2"}).options->speculative_tokens, 2);
+  try {
+    parse({"--speculative", "mtp:2", "--parallel", "2"});
+    ADD_FAILURE() << "--speculative with --parallel 2 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--speculative needs --parallel 1"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(OptionsTest, KvCacheDtypeIsBf16UnlessInt8OrAFloatTypeIsAsked) {
   EXPECT_EQ(parse({}).options->kv_cache_dtype, DType::kBF16);
   EXPECT_EQ(parse({"--kv-cache-dtype", "int8"}).options->kv_cache_dtype, DType::kInt8);

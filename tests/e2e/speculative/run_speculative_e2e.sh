@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# End-to-end test of MTP speculative decoding (issue 16, item 3): `qmlx serve --speculative
+# mtp:K` on a scripted model whose MTP head is right by construction (make-model --script
+# --mtp) answers every request exactly as the server without it does (whole replies, max_tokens,
+# stop strings, streaming, tool calls, a second turn restored from the cache), accepts nearly
+# every draft, and says so in the request's log line and in /metrics. A model without a head
+# decodes plainly with one line saying so, and bad values are refused at start.
+# Usage: run_speculative_e2e.sh QMLX_BINARY WORK_DIR
+set -euo pipefail
+qmlx=$1
+work=$2
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work"
+mkdir -p "$work"
+source "$here/../cache/serve_helpers.sh"
+
+printf '%s' 'The user wants the weather in Paris. I will call the tool, then answer.
+</think>
+
+Let me check the forecast for you.
+
+<tool_call>
+<function=get_weather>
+<parameter=city>
+Paris
+</parameter>
+</function>
+</tool_call>' > "$work/script.txt"
+"$qmlx" make-model --out "$work/model" --script "$work/script.txt" --arch qwen3_5 --mtp >/dev/null
+"$qmlx" make-model --out "$work/plain-model" --script "$work/script.txt" --arch qwen3_5 >/dev/null
+echo "{\"cache\": {\"disk_cache_dir\": \"$work/store\", \"fsync\": false}}" > "$work/cache.json"
+
+for k in 1 3; do
+  rm -rf "$work/store"
+  start_server "$work/model" "$work/cache.json" "$work/plain.log"
+  $py "$here/speculative_requests.py" "$port" "$work/plain-$k.json"
+  stop_server
+  rm -rf "$work/store"
+  start_server "$work/model" "$work/cache.json" "$work/spec-$k.log" --speculative "mtp:$k"
+  $py "$here/speculative_requests.py" "$port" "$work/spec-$k.json"
+  curl -s "http://127.0.0.1:$metrics/metrics" > "$work/metrics-$k.txt"
+  stop_server
+  cmp -s "$work/plain-$k.json" "$work/spec-$k.json" ||
+    { diff "$work/plain-$k.json" "$work/spec-$k.json" >&2; fail "k=$k: replies differ"; }
+  grep -q "speculative decoding: MTP head, $k draft token(s) per step" "$work/spec-$k.log" ||
+    fail "k=$k: no start-up line"
+  # The whole-reply request (the first): nearly every draft accepted.
+  line=$(grep -m1 -o 'spec_accept=[0-9.]* spec_tokens_per_step=[0-9.]*' "$work/spec-$k.log") ||
+    fail "k=$k: no spec_accept in the request log line"
+  echo "k=$k: $line"
+  $py - "$line" "$k" <<'PY' || fail "k=$k: acceptance too low: $line"
+import sys
+fields = dict(f.split("=") for f in sys.argv[1].split())
+k = int(sys.argv[2])
+assert float(fields["spec_accept"]) >= 0.85, fields
+assert float(fields["spec_tokens_per_step"]) >= 1 + 0.8 * k, fields
+PY
+  grep -Eq '^qmlx_speculative_accepted_tokens_total [1-9]' "$work/metrics-$k.txt" ||
+    fail "k=$k: qmlx_speculative_accepted_tokens_total not counted"
+  grep -q '^qmlx_speculative_acceptance_rate_bucket' "$work/metrics-$k.txt" ||
+    fail "k=$k: no qmlx_speculative_acceptance_rate histogram"
+done
+
+# No MTP head: plain decoding, said once.
+start_server "$work/plain-model" "$work/cache.json" "$work/no-head.log" --speculative mtp:2
+stop_server
+grep -q "speculative decoding off: the model has no MTP head" "$work/no-head.log" ||
+  fail "no line saying speculative decoding is off"
+
+# Bad values are refused before the server starts, with an error naming the flag.
+refused() {
+  if "$qmlx" serve --model "$work/model" --port "$(free_port)" "$@" >"$work/bad.log" 2>&1; then
+    fail "'$*' was accepted"
+  fi
+  grep -q "speculative" "$work/bad.log" || { cat "$work/bad.log" >&2; fail "'$*': unclear error"; }
+}
+refused --speculative mtp:9
+refused --speculative eagle
+refused --speculative-config '{"method":"ngram"}'
+refused --speculative-config '{"method":"mtp","num_speculative_tokens":0}'
+refused --speculative mtp --speculative-config '{"method":"mtp"}'
+echo "PASS"
