@@ -15,7 +15,10 @@
 
 namespace qmlx {
 
-// Up to this many tokens the matmul uses few_token_gemm_rows. `qmlx_kernel_bench 2 experts`
+// NOT on the matmul's path since row kinds (kernels/matmul.h): its lane-wise partial sums are
+// another arithmetic than the panel GEMM's, so a prompt row's bits would depend on how many rows
+// an MoE expert got. Kept for `qmlx_kernel_bench 2 experts`, which measures what that costs.
+// Up to this many tokens the matmul used few_token_gemm_rows. `qmlx_kernel_bench 2 experts`
 // (both kernels interleaved in one run, 2 threads, 8-bit, the 35B-A3B expert shapes): this
 // kernel is 1.33-1.57x the panel's speed at T = 4, 1.17-1.42x at T = 8, 0.84-1.04x at 16, and
 // 0.78-0.92x at 32.
