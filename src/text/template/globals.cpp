@@ -21,12 +21,16 @@ Value global_range(Arguments& args) {
   int64_t stop = bounds.size() == 1 ? bounds[0] : bounds[1];
   int64_t step = bounds.size() == 3 ? bounds[2] : 1;
   if (step == 0) throw Error("range() arg 3 must not be zero");
-  // In 128 bits: stop - start overflows int64 for bounds near its ends.
-  if ((static_cast<__int128>(stop) - start) / step > 100000) {
-    throw Error("range() is too large for a template");
-  }
+  // In 128 bits: stop - start, and start + k * step past the last item, overflow int64 for
+  // bounds near its ends. The count is Python's: ceil((stop - start) / step) when positive.
+  const __int128 span = static_cast<__int128>(stop) - start;
+  __int128 count = 0;
+  if (step > 0 && span > 0) count = (span + step - 1) / step;
+  if (step < 0 && span < 0) count = (span + step + 1) / step;
+  if (count > 100000) throw Error("range() is too large for a template");
   std::vector<Value> items;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) items.emplace_back(i);
+  for (__int128 k = 0; k < count; ++k)
+    items.emplace_back(static_cast<int64_t>(start + k * step));  // between start and stop
   return Value::list(std::move(items));
 }
 

@@ -71,5 +71,21 @@ TEST(TemplateLimitsTest, HugeRepetitionsFail) {
   EXPECT_EQ(failure("{{ 'ab' * 3 }}{{ [1] * 3 }}"), "");
 }
 
+// Steps that would carry the counter past int64 (found by the template_source fuzzer): Python's
+// items, no overflow.
+TEST(TemplateLimitsTest, RangeNearTheEndsOfInt64) {
+  auto render = [](const std::string& source) {
+    return Template(source).render(nlohmann::ordered_json::object());
+  };
+  EXPECT_EQ(render("{{ range(-9223372036854775803, 775807, 9223372036854775807) | list }}"),
+            "[-9223372036854775803, 4]");
+  EXPECT_EQ(render("{{ range(9223372036854775807, -9223372036854775807, -9223372036854775807) "
+                   "| list }}"),
+            "[9223372036854775807, 0]");
+  EXPECT_EQ(render("{{ range(10, 0, -3) | list }}{{ range(0, 10, 3) | list }}{{ range(3, 3) | "
+                   "list }}"),
+            "[10, 7, 4, 1][0, 3, 6, 9][]");
+}
+
 }  // namespace
 }  // namespace qmlx::jinja
