@@ -158,7 +158,7 @@ void time_gemv(const std::string& label, const std::vector<qmlx::WeightMatrix>& 
   for (auto& m : ms) bytes += double(m.bytes());
   const Timing time = best_timing(5, [&] {
     for (int i = 0; i < reps; ++i)
-      for (auto& m : ms) qmlx::matmul(x.data(), 1, m, y.data());
+      for (auto& m : ms) qmlx::matmul(x.data(), 1, m, y.data(), 1);
   });
   if (cached) {
     std::printf("| GEMV T=1 %s %dx%d cached | %.1f G weights per CPU-s (%.1f GB/s) |\n",
@@ -228,7 +228,7 @@ void bench_gemm(int bits, int T, double peak_gflops, int rows = 3584, int cols =
   AffineMatrix m = random_affine(rows, cols, bits, 64, rng);
   std::vector<float> x(size_t(T) * cols), y(size_t(T) * rows);
   for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
-  Timing t = best_timing(3, [&] { qmlx::matmul(x.data(), T, m.view, y.data()); });
+  Timing t = best_timing(3, [&] { qmlx::matmul(x.data(), T, m.view, y.data(), 0); });
   const double flop = 2.0 * T * rows * cols;
   const double per_core = flop / t.cpu / 1e9;
   std::printf(

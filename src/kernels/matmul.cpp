@@ -64,7 +64,6 @@ struct MatmulJob {
 
   MatmulJob(const float* x_, int T_, int generated_rows, const WeightMatrix& w_, float* y_)
       : x(x_), T(T_), w(w_), kind(gemv_kind(w_)), y(y_) {
-    if (generated_rows == kRowsByCount) generated_rows = T == 1 ? 1 : 0;
     prompt_rows = T - generated_rows;
     for (int t = prompt_rows; t < T; ++t) {
       const float* row = x + size_t(t) * w.cols;

@@ -15,17 +15,11 @@
 
 namespace qmlx {
 
-// generated_rows of a call: the LAST generated_rows of the T rows are generated rows, the rest
-// prompt rows. kRowsByCount keeps the rule callers had before row kinds were passed (one row:
-// generated, several: prompt); it is not batch-invariant and goes once every caller passes kinds.
-constexpr int kRowsByCount = -1;
-
+// generated_rows: the LAST generated_rows of the T rows are generated rows, the rest prompt rows.
 // x: [T][w.cols], y: [T][w.rows] (overwritten).
-void matmul(const float* x, int T, const WeightMatrix& w, float* y,
-            int generated_rows = kRowsByCount);
+void matmul(const float* x, int T, const WeightMatrix& w, float* y, int generated_rows);
 
 // The same on one thread (callers that already parallelise over experts or heads).
-void matmul_serial(const float* x, int T, const WeightMatrix& w, float* y,
-                   int generated_rows = kRowsByCount);
+void matmul_serial(const float* x, int T, const WeightMatrix& w, float* y, int generated_rows);
 
 }  // namespace qmlx
