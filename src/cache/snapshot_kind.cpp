@@ -22,6 +22,8 @@ std::string_view snapshot_kind_name(SnapshotKind kind) {
       return "interval";
     case SnapshotKind::kEditPoint:
       return "edit_point";
+    case SnapshotKind::kSharedPrefix:
+      return "shared_prefix";
   }
   return "unknown";
 }
@@ -48,6 +50,7 @@ int snapshot_kind_value(SnapshotKind kind) {
     case SnapshotKind::kPromptEnd:
       return 5;
     case SnapshotKind::kUserStart:
+    case SnapshotKind::kSharedPrefix:  // the next request of the burst starts there, like a turn
       return 6;
     case SnapshotKind::kCanonicalHistory:
       return 7;

@@ -21,12 +21,16 @@ enum class SnapshotKind : uint8_t {
   kCanonicalHistory = 6,
   kInterval = 7,
   kEditPoint = 8,  // where an injected reminder block starts (agents edit there next turn)
+  // Where a request's prompt leaves the prompt of another one prefilling at the same time (a
+  // burst of sub-agents with one system prompt): that one checkpoints there, this one restores.
+  kSharedPrefix = 9,
 };
 
-inline constexpr std::array<SnapshotKind, 9> kAllSnapshotKinds = {
+inline constexpr std::array<SnapshotKind, 10> kAllSnapshotKinds = {
     SnapshotKind::kMessageBoundary,  SnapshotKind::kUserStart,   SnapshotKind::kPromptEnd,
     SnapshotKind::kGenerationEnd,    SnapshotKind::kInterrupted, SnapshotKind::kPrefillProgress,
-    SnapshotKind::kCanonicalHistory, SnapshotKind::kInterval,    SnapshotKind::kEditPoint};
+    SnapshotKind::kCanonicalHistory, SnapshotKind::kInterval,    SnapshotKind::kEditPoint,
+    SnapshotKind::kSharedPrefix};
 
 // "message_boundary", "user_start", ...
 std::string_view snapshot_kind_name(SnapshotKind kind);

@@ -28,6 +28,8 @@ struct PromptView {
   int64_t last_message_end = -1;
   int64_t last_user_start = -1;
   std::span<const int64_t> edit_points;
+  // True once the request's client has gone (a hook that waits stops waiting); may be empty.
+  std::function<bool()> cancelled;
 };
 
 struct CacheLookupResult {
@@ -37,6 +39,9 @@ struct CacheLookupResult {
   std::string kind;         // snapshot kind used ("prompt_end", "message_boundary", ...)
   std::string tier;         // "ram" or "disk"
   std::string miss_reason;  // on a miss: "no_candidate", "disabled", "checksum", "tokens", ...
+  // Time spent waiting for another request, prefilling the same prefix at the same time, to
+  // checkpoint where the two prompts part (0: no wait).
+  double shared_wait_ms = 0;
   std::string rejected;     // reasons of candidates that failed a check, comma-separated
   uint64_t restore_bytes = 0;
   // Stage timings in milliseconds, for the log line and the timings object.
@@ -77,6 +82,10 @@ class CacheHooks {
   virtual std::vector<int64_t> checkpoint_positions(const PromptView& prompt, int64_t from) {
     return {};
   }
+  // The prefill is about to feed the prompt's tokens [from, end): the end to use instead, at
+  // most `end`, when a position in between was asked for while it runs (another request waits
+  // for a checkpoint there). on_prefill_progress follows at the returned end.
+  virtual int64_t chunk_end(const StateSource& session, int64_t from, int64_t end) { return end; }
   // After each prefill chunk; session.position() tokens of the prompt are done.
   virtual void on_prefill_progress(const PromptView& prompt, const StateSource& session) {}
   // The whole prompt is prefilled; session holds its logits.

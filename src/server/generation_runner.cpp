@@ -124,7 +124,7 @@ class Run {
         settings_(settings),
         prompt_ids_(job.prompt().ids),
         view_{prompt_ids_, job.prompt().last_message_end, job.prompt().last_user_start,
-              job.prompt().edit_points} {}
+              job.prompt().edit_points, [client = &job] { return client->cancelled(); }} {}
 
   GenerationOutcome execute() {
     start_ = Clock::now();
@@ -167,6 +167,7 @@ class Run {
       while (next_stop != stops.end() && *next_stop <= pos) ++next_stop;
       int64_t end = std::min<int64_t>(pos + settings_.prefill_chunk_tokens, total);
       if (next_stop != stops.end()) end = std::min(end, *next_stop);
+      end = std::clamp(hooks_.chunk_end(session_.state_source(), pos, end), pos + 1, end);
       int64_t n = end - pos;
       session_.prefill(std::span<const int32_t>(prompt_ids_).subspan(pos, n));
       pos += n;

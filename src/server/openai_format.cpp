@@ -59,6 +59,7 @@ json timings_json(const GenerationStats& stats) {
                 {"miss_reason", cache.miss_reason},
                 {"rejected", cache.rejected},
                 {"restore_bytes", cache.restore_bytes},
+                {"shared_wait_ms", cache.shared_wait_ms},
                 {"lookup_ms", cache.lookup_ms},
                 {"read_ms", cache.read_ms},
                 {"verify_ms", cache.verify_ms},

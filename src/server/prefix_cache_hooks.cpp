@@ -1,6 +1,7 @@
 #include "server/prefix_cache_hooks.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 #include "base/logging.h"
@@ -48,10 +49,20 @@ CacheLookupResult PrefixCacheHooks::lookup_and_restore(const PromptView& prompt,
   seq.edit_stops.reset();
   seq.head_tokens = std::max<int64_t>(0, prompt.last_message_end);
   seq.prompt_tokens = int64_t(prompt.ids.size());
+  end_running(session.state_source());  // what this slot's last request left, if it failed
+  double shared_wait_ms = 0;
+  // Only a RAM tier makes another request's checkpoint restorable the moment it is taken.
+  if (cache_.config().memory_prefix_cache) {
+    const std::vector<ResumePoint> points = cache_.lookup(prompt.ids);
+    const int64_t have = std::max(live, points.empty() ? int64_t(0) : points.front().position);
+    shared_wait_ms = await_shared_prefix(prompt, session.state_source(), have);
+  }
   RestoreResult result = cache_.restore(prompt.ids, session.state_sink(), {live, false});
   CacheLookupResult out;
   out.cached_tokens = result.hit ? result.cached_tokens : 0;
+  out.shared_wait_ms = shared_wait_ms;
   seq.restored = out.cached_tokens;
+  settle_running(session.state_source(), out.cached_tokens);
   if (result.hit) {
     out.kind = result.tier == kSessionTier ? std::string("live")
                : result.point.is_snapshot  ? std::string(snapshot_kind_name(result.point.kind))
@@ -119,10 +130,129 @@ std::vector<int64_t> PrefixCacheHooks::checkpoint_positions(const PromptView& pr
   return stops;
 }
 
+double PrefixCacheHooks::await_shared_prefix(const PromptView& prompt, const StateSource& session,
+                                             int64_t have) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  std::unique_lock<std::mutex> lock(running_mutex_);
+  // The running prefill that shares the most of this prompt beyond `have`, and where they part.
+  const StateSource* other = nullptr;
+  uint64_t serial = 0;
+  int64_t part = 0;
+  for (const auto& [key, run] : running_) {
+    if (key == &session) continue;
+    const size_t n = std::min(run.ids.size(), prompt.ids.size());
+    int64_t point = std::mismatch(run.ids.begin(), run.ids.begin() + ptrdiff_t(n),
+                                  prompt.ids.begin())
+                        .first -
+                    run.ids.begin();
+    // This prompt's end needs the logits there, which only that prompt's own end carries.
+    if (point == int64_t(prompt.ids.size()) && point < int64_t(run.ids.size())) --point;
+    // Too little to save, or not before that prefill's next pause (already passed, or inside
+    // the chunk it is feeding: only a chunk's end is checkpointed).
+    if (point - have < kMinSharedPrefixTokens || point <= run.position || point < run.chunk_end) {
+      continue;
+    }
+    if (point > part) {
+      other = key;
+      serial = run.serial;
+      part = point;
+    }
+  }
+  double waited_ms = 0;
+  if (other != nullptr) {
+    RunningPrefill& run = running_[other];
+    // That prompt's end is checkpointed anyway (prompt_end); any other point is asked for.
+    if (part < int64_t(run.ids.size())) {
+      auto at = std::lower_bound(run.requested.begin(), run.requested.end(), part);
+      if (at == run.requested.end() || *at != part) run.requested.insert(at, part);
+    }
+    ++waiters_;
+    int64_t seen = run.settled;
+    Clock::time_point last_progress = Clock::now();
+    for (;;) {
+      auto it = running_.find(other);
+      if (it == running_.end() || it->second.serial != serial || it->second.settled >= part) break;
+      if (prompt.cancelled && prompt.cancelled()) break;
+      if (it->second.settled != seen) {
+        seen = it->second.settled;
+        last_progress = Clock::now();
+      } else if (std::chrono::duration<double>(Clock::now() - last_progress).count() >
+                 kSharedWaitStallSeconds) {
+        log_warn("shared prefix: gave up waiting for a prefill that made no progress");
+        break;
+      }
+      running_changed_.wait_for(lock, std::chrono::milliseconds(100));
+    }
+    --waiters_;
+    waited_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  }
+  RunningPrefill& mine = running_[&session];
+  mine.ids.assign(prompt.ids.begin(), prompt.ids.end());
+  mine.position = mine.chunk_end = mine.settled = 0;
+  mine.requested.clear();
+  mine.serial = next_serial_++;
+  return waited_ms;
+}
+
+int64_t PrefixCacheHooks::chunk_end(const StateSource& session, int64_t from, int64_t end) {
+  std::lock_guard<std::mutex> lock(running_mutex_);
+  auto it = running_.find(&session);
+  if (it == running_.end()) return end;
+  RunningPrefill& run = it->second;
+  auto next = std::upper_bound(run.requested.begin(), run.requested.end(), from);
+  if (next != run.requested.end()) end = std::min(end, *next);
+  run.position = from;
+  run.chunk_end = end;
+  return end;
+}
+
+bool PrefixCacheHooks::advance_running(const StateSource& session, int64_t position) {
+  std::lock_guard<std::mutex> lock(running_mutex_);
+  auto it = running_.find(&session);
+  if (it == running_.end()) return false;
+  // From here on no request asks for `position`: it is passed.
+  it->second.position = std::max(it->second.position, position);
+  return std::binary_search(it->second.requested.begin(), it->second.requested.end(), position);
+}
+
+void PrefixCacheHooks::settle_running(const StateSource& session, int64_t position) {
+  {
+    std::lock_guard<std::mutex> lock(running_mutex_);
+    auto it = running_.find(&session);
+    if (it == running_.end()) return;
+    it->second.position = std::max(it->second.position, position);
+    it->second.chunk_end = std::max(it->second.chunk_end, position);
+    it->second.settled = position;
+  }
+  running_changed_.notify_all();
+}
+
+void PrefixCacheHooks::end_running(const StateSource& session) {
+  {
+    std::lock_guard<std::mutex> lock(running_mutex_);
+    if (running_.erase(&session) == 0) return;
+  }
+  running_changed_.notify_all();
+}
+
+int PrefixCacheHooks::shared_prefix_waiters() const {
+  std::lock_guard<std::mutex> lock(running_mutex_);
+  return waiters_;
+}
+
 void PrefixCacheHooks::on_prefill_progress(const PromptView& prompt, const StateSource& session) {
   const int64_t position = session.position();
   const int64_t total = int64_t(prompt.ids.size());
   if (position >= total) return;  // on_prompt_end takes the end of the prompt
+  const bool requested = advance_running(session, position);
+  capture_progress(prompt, session, requested);
+  settle_running(session, position);
+}
+
+void PrefixCacheHooks::capture_progress(const PromptView& prompt, const StateSource& session,
+                                        bool requested) {
+  const int64_t position = session.position();
   const int64_t every = cache_.config().prefill_checkpoint_tokens;
   Sequence& seq = sequence(session);
   // The same points checkpoint_positions chose: the prefill started where the restore ended.
@@ -134,6 +264,8 @@ void PrefixCacheHooks::on_prefill_progress(const PromptView& prompt, const State
     cache_.capture(session, prompt.ids, SnapshotKind::kUserStart);
   } else if (std::binary_search(edit_stops.begin(), edit_stops.end(), position)) {
     cache_.capture(session, prompt.ids, SnapshotKind::kEditPoint);
+  } else if (requested) {
+    cache_.capture(session, prompt.ids, SnapshotKind::kSharedPrefix);
   } else if (every > 0 && position % every == 0) {
     cache_.capture(session, prompt.ids, SnapshotKind::kPrefillProgress);
   }
@@ -146,6 +278,7 @@ void PrefixCacheHooks::on_prompt_end(const PromptView& prompt, const StateSource
                           ? SnapshotKind::kMessageBoundary
                           : SnapshotKind::kPromptEnd;
   cache_.capture(session, prompt.ids, kind);
+  end_running(session);
 }
 
 void PrefixCacheHooks::on_decode_step(const PromptView& prompt, std::span<const int32_t> tokens,
@@ -169,6 +302,7 @@ void PrefixCacheHooks::on_generation_end(std::span<const int32_t> tokens,
 }
 
 void PrefixCacheHooks::on_interrupted(std::span<const int32_t> tokens, InferenceSession& session) {
+  end_running(session.state_source());
   Sequence& seq = sequence(session.state_source());
   seq.pending_history = nullptr;
   seq.live.clear();
@@ -191,6 +325,7 @@ void PrefixCacheHooks::on_interrupted(std::span<const int32_t> tokens, Inference
 }
 
 void PrefixCacheHooks::on_idle(InferenceSession& session, const IdlePreemption& preempted) {
+  end_running(session.state_source());  // a request that failed mid-prefill said nothing else
   Sequence& seq = sequence(session.state_source());
   CanonicalHistory render = std::move(seq.pending_history);
   seq.pending_history = nullptr;

@@ -71,7 +71,13 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry)
                                           "and prefill chunks)",
                                           kBatchBuckets)),
       step_seconds_(
-          registry.histogram("qmlx_step_seconds", "Time of one engine step", kStepBuckets)) {
+          registry.histogram("qmlx_step_seconds", "Time of one engine step", kStepBuckets)),
+      shared_prefix_waits_(registry.counter(
+          "qmlx_shared_prefix_waits_total",
+          "Requests that waited for another's prefill of the prefix they share, then restored it")),
+      shared_prefix_wait_seconds_(
+          registry.counter("qmlx_shared_prefix_wait_seconds_total",
+                           "Time requests spent waiting for another's shared-prefix checkpoint")) {
   for (const PromptNormalizationRule& rule : prompt_normalization_rules()) {
     normalizations_.add(0, {rule.name});  // every rule is listed, fired or not
   }
@@ -111,6 +117,10 @@ void ServerMetrics::record_generation(const GenerationStats& stats) {
   if (stats.completion_tokens > 1 && stats.decode_ms > 0) {
     decode_tps_.observe(stats.decode_tokens_per_second());
   }
+  if (stats.cache.shared_wait_ms > 0) {
+    shared_prefix_waits_.add(1);
+    shared_prefix_wait_seconds_.add(stats.cache.shared_wait_ms / 1000.0);
+  }
   const SpeculativeCounts& spec = stats.speculative;
   if (spec.steps > 0) {
     speculative_steps_.add(double(spec.steps));
@@ -135,6 +145,10 @@ std::string request_log_line(uint64_t uid, FinishReason finish, const Generation
     out += " reason=" + (cache.miss_reason.empty() ? std::string("no_cache") : cache.miss_reason);
   }
   if (!cache.rejected.empty()) out += " rejected=" + cache.rejected;
+  if (cache.shared_wait_ms > 0) {
+    std::snprintf(line, sizeof line, " shared_wait=%.1fms", cache.shared_wait_ms);
+    out += line;
+  }
   // Stage timings: lookup, read, verify, install (the restore), prefill, first token.
   std::snprintf(line, sizeof line,
                 " lookup=%.1fms read=%.1fms verify=%.1fms install=%.1fms prefill_time=%.1fms "

@@ -46,6 +46,8 @@ class ServerMetrics {
   Gauge& waiting_sequences_;
   Histogram& batch_sequences_;
   Histogram& step_seconds_;
+  Counter& shared_prefix_waits_;
+  Counter& shared_prefix_wait_seconds_;
 };
 
 // The per-request log line: starts exactly `uid=<n> <HIT|MISS> cached=<c> prefill=<p>`; has

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """`qmlx serve --parallel 4` on a scripted model (issue 18): four concurrent streaming requests
-each get exactly the scripted reply, the engine batched their steps (qmlx_batch_sequences), and
-a short request sent during a long prefill gets its first token before that prefill ends.
+each get exactly the scripted reply, the engine batched their steps (qmlx_batch_sequences), two
+requests sharing a long uncached system prompt prefill it once (the second restores the first's
+shared_prefix checkpoint), and a short request sent during a long prefill gets its first token
+before that prefill ends.
 Usage: parallel_e2e.py QMLX_BINARY WORK_DIR
 """
 import http.client
@@ -21,11 +23,14 @@ KEY = "parallel-key"
 SCRIPT = "Four requests at once, each with its own reply."
 
 
-def stream_chat(port, text, events, max_tokens=64):
+def stream_chat(port, text, events, max_tokens=64, system=None):
     """Streams one chat request; appends (time, kind, data) to `events` as they arrive:
     kind "progress" (prefill progress), "content" or "done". Returns the reply's text."""
+    messages = [{"role": "user", "content": text}]
+    if system is not None:
+        messages.insert(0, {"role": "system", "content": system})
     body = {"model": "fixture", "stream": True, "temperature": 0, "max_tokens": max_tokens,
-            "return_progress": True, "messages": [{"role": "user", "content": text}]}
+            "return_progress": True, "messages": messages}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     conn.request("POST", "/v1/chat/completions", json.dumps(body),
                  {"Content-Type": "application/json", "Authorization": "Bearer " + KEY})
@@ -112,6 +117,37 @@ def main():
             fail("no engine step batched several sequences (%s sequences in %s steps)"
                  % (sequences, steps))
         print("ok: %.0f engine steps fed %.0f sequences" % (steps, sequences))
+
+        # A burst of sub-agents: one long system prompt nobody cached yet, two different tasks,
+        # sent at once. The second waits for the first's checkpoint where they part and
+        # prefills only its own message (issue 18, item 4).
+        system = "You are a sub-agent. " + " ".join("rule%d" % (i % 499) for i in range(3000))
+        prefilled_before = metric(metrics_port, "qmlx_prefill_tokens_total")
+        prompts_before = metric(metrics_port, "qmlx_prompt_tokens_total")
+        burst = [None] * 2
+        def sub_agent(i):
+            burst[i] = stream_chat(port, "task %d: look at module %d" % (i, i), [], system=system)
+        threads = [threading.Thread(target=sub_agent, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if burst != [SCRIPT, SCRIPT]:
+            fail("the sub-agents got %r" % burst)
+        prefilled = metric(metrics_port, "qmlx_prefill_tokens_total") - prefilled_before
+        prompts = metric(metrics_port, "qmlx_prompt_tokens_total") - prompts_before
+        if metric(metrics_port, "qmlx_shared_prefix_waits_total") != 1:
+            fail("the second sub-agent did not wait for the first's shared prefix")
+        with open(log_path) as f:
+            shared = [l for l in f if "kind=shared_prefix" in l and "shared_wait=" in l]
+        if len(shared) != 1:
+            fail("no request line says it restored the shared prefix: %s" % shared)
+        # The shared prefix is nearly all of each prompt: prefilled once, about half of the two.
+        if prefilled > 0.65 * prompts:
+            fail("%.0f of %.0f prompt tokens prefilled: the shared prefix went in twice"
+                 % (prefilled, prompts))
+        print("ok: two sub-agents with one system prompt prefilled %.0f of %.0f tokens (%s)"
+              % (prefilled, prompts, shared[0].split("uid=")[1].split(" lookup")[0]))
 
         # A long prefill, then a short request while it runs.
         long_events, short_events = [], []
