@@ -20,9 +20,20 @@ void affine_gemv_rows(const Int16Activations& in, const WeightMatrix& w, int beg
 
 // The same for B activation rows at once (generated rows of several sequences, drafts being
 // verified): row b's outputs at y + b * ldy. Each weight row is read and widened once for all B
-// rows (2 at a time in registers), and each row's result is bit-identical to the call
-// above with that row alone.
+// rows (2 at a time in registers with AVX2, 4 with AVX-512), and each row's result is
+// bit-identical to the call above with that row alone.
 void affine_gemv_rows(const Int16Activations* in, int B, const WeightMatrix& w, int begin, int end,
                       float* y, size_t ldy);
+
+// The integer-dot instructions of the kernels above: AVX-512 VNNI (vpdpwssd, 32 codes per
+// instruction) where the CPU has it, else AVX2 (vpmaddwd + vpaddd, 16). The integer sums are
+// exact and the float steps after them the same code, so both give bit-identical results: a
+// checkpoint taken on one machine continues exactly on another. QMLX_GEMV_ISA=avx2 forces AVX2.
+enum class GemvIsa { kAvx2, kAvx512Vnni };
+GemvIsa gemv_isa();
+const char* gemv_isa_name(GemvIsa isa);
+// With the instruction set chosen by the caller (tests and benchmarks compare the two).
+void affine_gemv_rows(const Int16Activations* in, int B, const WeightMatrix& w, int begin, int end,
+                      float* y, size_t ldy, GemvIsa isa);
 
 }  // namespace qmlx

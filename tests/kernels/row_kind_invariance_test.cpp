@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gguf_block_samples.h"
+#include "kernels/affine_gemv.h"
 #include "kernels/attention.h"
 #include "kernels/gated_delta.h"
 #include "kernels/kv_row.h"
@@ -124,6 +125,36 @@ TEST(RowKindInvarianceTest, MatmulRowsDoNotDependOnTheirCall) {
         ASSERT_TRUE(same_bits(y.data() + size_t(i) * rows, expected.data(), rows))
             << "row " << first + i << " in a call of " << n << " rows, " << generated
             << " generated";
+      }
+    }
+  }
+}
+
+// The decode GEMV's two instruction sets (AVX2 and AVX-512 VNNI) give the same bits for every
+// affine width and group size, with whole blocks of 8 groups and a tail, for any number of rows
+// per call: a checkpoint taken on one machine continues exactly on another.
+TEST(RowKindInvarianceTest, AffineGemvIsTheSameOnEveryInstructionSet) {
+  if (gemv_isa() != GemvIsa::kAvx512Vnni) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  const int rows = 37;
+  for (int cols : {512, 640}) {
+    for (const StoredMatrix& s : every_format(rows, cols)) {
+      if (s.m.format != WeightFormat::kAffine) continue;
+      SCOPED_TRACE(s.name + " cols " + std::to_string(cols));
+      const auto x = random_vector(size_t(9) * cols, 5);
+      std::vector<Int16Activations> in;
+      for (int b = 0; b < 9; ++b)
+        in.push_back(prepare_affine_gemv_input(x.data() + size_t(b) * cols, cols, s.m.bits,
+                                               s.m.group_size));
+      for (int B : {1, 2, 3, 4, 5, 9}) {
+        std::vector<float> avx2(size_t(B) * rows), avx512(size_t(B) * rows);
+        affine_gemv_rows(in.data(), B, s.m, 0, rows, avx2.data(), rows, GemvIsa::kAvx2);
+        affine_gemv_rows(in.data(), B, s.m, 0, rows, avx512.data(), rows, GemvIsa::kAvx512Vnni);
+        ASSERT_TRUE(same_bits(avx2.data(), avx512.data(), avx2.size())) << B << " rows";
+        // And a row's result does not depend on the rows beside it.
+        std::vector<float> alone(rows);
+        affine_gemv_rows(in.data() + B - 1, 1, s.m, 0, rows, alone.data(), rows,
+                         GemvIsa::kAvx512Vnni);
+        ASSERT_TRUE(same_bits(alone.data(), avx512.data() + size_t(B - 1) * rows, rows));
       }
     }
   }
