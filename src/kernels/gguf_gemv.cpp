@@ -23,22 +23,50 @@ inline __m256i bytes_u16(const uint8_t* p) {
   return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// Q8_0: f16 d, int8 q[32]; w = d * q. Even and odd blocks accumulate separately: one FMA chain
-// (5 cycles per 34-byte block) would cap a core at ~20 GB/s.
-float dot_q8_0(const uint8_t* row, int blocks, const Int16Activations& in) {
-  __m256 totals[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+// Q8_0: f16 d, int8 q[32]; w = d * q, for NB activation rows at once: each block's codes are
+// widened once and multiplied with every row; each row's float steps are the same whatever NB
+// is, so its result is bit-identical to the row alone. Even and odd blocks accumulate
+// separately: one FMA chain (5 cycles per 34-byte block) would cap a core at ~20 GB/s.
+template <int NB>
+void dot_q8_0(const uint8_t* row, int blocks, const Int16Activations* in, float* y, size_t ldy) {
+  __m256 totals[NB][2];
+  for (int r = 0; r < NB; ++r) totals[r][0] = totals[r][1] = _mm256_setzero_ps();
   for (int b = 0; b < blocks; ++b, row += 34) {
-    const int16_t* x = in.codes.data() + size_t(b) * kBlock;
     const __m256i q0 =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2)));
     const __m256i q1 =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 18)));
-    const __m256i acc =
-        _mm256_add_epi32(_mm256_madd_epi16(q0, load_x(x)), _mm256_madd_epi16(q1, load_x(x + 16)));
-    totals[b & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc),
-                                    _mm256_set1_ps(gguf_half_at(row) * in.steps[b]), totals[b & 1]);
+    const float d = gguf_half_at(row);
+    for (int r = 0; r < NB; ++r) {
+      const int16_t* x = in[r].codes.data() + size_t(b) * kBlock;
+      const __m256i acc = _mm256_add_epi32(_mm256_madd_epi16(q0, load_x(x)),
+                                           _mm256_madd_epi16(q1, load_x(x + 16)));
+      totals[r][b & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(d * in[r].steps[b]),
+                                         totals[r][b & 1]);
+    }
   }
-  return hsum(_mm256_add_ps(totals[0], totals[1]));
+  for (int r = 0; r < NB; ++r) y[size_t(r) * ldy] = hsum(_mm256_add_ps(totals[r][0], totals[r][1]));
+}
+
+// Rows of activations taken together by one pass over a Q8_0 row (16 float accumulators).
+constexpr int kQ8Batch = 4;
+
+void dot_q8_0_batched(const uint8_t* row, int blocks, const Int16Activations* in, int B, float* y,
+                      size_t ldy) {
+  for (int b = 0; b < B;) {
+    const int left = B - b;
+    float* yb = y + size_t(b) * ldy;
+    if (left >= kQ8Batch) {
+      dot_q8_0<kQ8Batch>(row, blocks, in + b, yb, ldy);
+      b += kQ8Batch;
+    } else if (left >= 2) {
+      dot_q8_0<2>(row, blocks, in + b, yb, ldy);
+      b += 2;
+    } else {
+      dot_q8_0<1>(row, blocks, in + b, yb, ldy);
+      b += 1;
+    }
+  }
 }
 
 // The 8 six-bit scales and 8 six-bit minimums of a Q4_K / Q5_K super-block from its 12 bytes:
@@ -163,6 +191,11 @@ Int16Activations prepare_gguf_gemv_input(const float* x, int cols) {
 
 void gguf_gemv_rows(const Int16Activations& in, const WeightMatrix& w, int begin, int end,
                     float* y) {
+  gguf_gemv_rows(&in, 1, w, begin, end, y, 0);
+}
+
+void gguf_gemv_rows(const Int16Activations* in, int B, const WeightMatrix& w, int begin, int end,
+                    float* y, size_t ldy) {
   const size_t row_bytes = w.row_bytes();
   const int ahead = rows_to_prefetch_ahead(row_bytes);
   for (int r = begin; r < end; ++r) {
@@ -170,13 +203,13 @@ void gguf_gemv_rows(const Int16Activations& in, const WeightMatrix& w, int begin
     if (r + ahead < end) prefetch_bytes(row + size_t(ahead) * row_bytes, row_bytes);
     switch (w.gguf_type) {
       case GgufType::kQ8_0:
-        y[r] = dot_q8_0(row, w.cols / kBlock, in);
+        dot_q8_0_batched(row, w.cols / kBlock, in, B, y + r, ldy);
         break;
-      case GgufType::kQ4_K:
-        y[r] = dot_q4_k(row, w.cols / kSuper, in);
+      case GgufType::kQ4_K:  // the row stays in L1 for the other activation rows
+        for (int b = 0; b < B; ++b) y[size_t(b) * ldy + r] = dot_q4_k(row, w.cols / kSuper, in[b]);
         break;
       case GgufType::kQ6_K:
-        y[r] = dot_q6_k(row, w.cols / kSuper, in);
+        for (int b = 0; b < B; ++b) y[size_t(b) * ldy + r] = dot_q6_k(row, w.cols / kSuper, in[b]);
         break;
       default:
         break;

@@ -19,4 +19,11 @@ Int16Activations prepare_gguf_gemv_input(const float* x, int cols);
 void gguf_gemv_rows(const Int16Activations& in, const WeightMatrix& w, int begin, int end,
                     float* y);
 
+// The same for B activation rows at once (generated rows of several sequences): row b's outputs
+// at y + b * ldy. Each weight row is read once for all of them (Q8_0 codes widened once, 4 rows
+// at a time in registers; K-quant rows taken again from L1), and each row's result is
+// bit-identical to the call above with that row alone.
+void gguf_gemv_rows(const Int16Activations* in, int B, const WeightMatrix& w, int begin, int end,
+                    float* y, size_t ldy);
+
 }  // namespace qmlx

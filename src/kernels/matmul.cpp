@@ -79,31 +79,25 @@ struct MatmulJob {
   void run(int begin, int end) const {
     if (prompt_rows > 0) packed_gemm_rows(x, prompt_rows, w, y, begin, end);
     if (generated_rows() == 0) return;
+    // One pass over the weights for every generated row (kernels/affine_gemv.h, gguf_gemv.h).
     if (kind == GemvKind::kAffine) {
-      // One pass over the weights for every generated row (kernels/affine_gemv.h).
       return affine_gemv_rows(gemv_inputs.data(), generated_rows(), w, begin, end,
                               y + size_t(prompt_rows) * w.rows, w.rows);
     }
-    // Blocks of weight rows small enough to stay in L2 across the generated rows.
+    if (kind == GemvKind::kGguf) {
+      return gguf_gemv_rows(gemv_inputs.data(), generated_rows(), w, begin, end,
+                            y + size_t(prompt_rows) * w.rows, w.rows);
+    }
+    // The other formats: blocks of weight rows small enough to stay in L2 across the
+    // generated rows, each row decoded to floats per generated row.
     const int block =
         int(std::max<size_t>(1, kGemvBlockBytes / std::max<size_t>(1, w.row_bytes())));
     for (int b0 = begin; b0 < end; b0 += block) {
       const int b1 = std::min(end, b0 + block);
-      for (int g = 0; g < generated_rows(); ++g) gemv(g, b0, b1);
-    }
-  }
-
-  // Rows [begin, end) of generated row g's output.
-  void gemv(int g, int begin, int end) const {
-    const size_t t = size_t(prompt_rows + g);
-    float* yt = y + t * w.rows;
-    switch (kind) {
-      case GemvKind::kAffine:  // taken by run() for all rows at once
-        return affine_gemv_rows(gemv_inputs[g], w, begin, end, yt);
-      case GemvKind::kGguf:
-        return gguf_gemv_rows(gemv_inputs[g], w, begin, end, yt);
-      case GemvKind::kRowByRow:
-        return row_by_row_gemv(x + t * w.cols, w, yt, begin, end);
+      for (int g = 0; g < generated_rows(); ++g) {
+        const size_t t = size_t(prompt_rows + g);
+        row_by_row_gemv(x + t * w.cols, w, y + t * w.rows, b0, b1);
+      }
     }
   }
 
