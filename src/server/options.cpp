@@ -301,10 +301,11 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
                  "Requests that may wait for the engine; more get 429")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--parallel", options.parallel,
+  CLI::Option* parallel = app.add_option("--parallel", options.parallel,
                  "Sequences in flight at once (1.." + std::to_string(kMaxParallel) +
-                     "); they share each engine step, so decode reads the weights once for all")
-      ->capture_default_str();
+                     "); they share each engine step, so decode reads the weights once for all "
+                     "[default: " + std::to_string(kDefaultParallel) +
+                     ", 1 with --speculative]");
   app.add_option("--max-batch-memory", options.max_batch_memory_mb,
                  "MiB of K/V and recurrent state the running sequences may need together at "
                  "worst (prompt + max_tokens each); a request waits for room, or gets 503 when "
@@ -318,6 +319,8 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
   if (!speculative.empty()) options.speculative_tokens = parse_speculative_flag(speculative);
   if (!speculative_config.empty())
     options.speculative_tokens = parse_speculative_config(speculative_config);
+  // Speculative steps are not batched, so speculation keeps one slot unless asked otherwise.
+  if (options.speculative_tokens > 0 && !parallel->count()) options.parallel = 1;
   options.log_format = log_format == "json" ? LogFormat::kJson : LogFormat::kText;
   options.kv_cache_dtype = *dtype_from_name(kv_cache_dtype);
   options.model_path = expand_user(options.model_path);

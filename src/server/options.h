@@ -16,6 +16,12 @@
 
 namespace qmlx::server {
 
+// Four slots by measurement (BENCHMARKS.md, continuous batching): one request alone decodes as
+// fast as with one slot (27.3 against 27.2 tok/s), four together 1.2-1.9x the aggregate, and a
+// short request (an agent's title or side request) is answered during a long prefill instead of
+// after it (7.0 s against 75 s behind an 8k prefill); idle slots cost nothing.
+inline constexpr int kDefaultParallel = 4;
+
 // Sampling values used when a request does not set them.
 struct SamplingDefaults {
   double temperature = 1.0;
@@ -53,8 +59,8 @@ struct ServerOptions {
   int max_body_mb = 64;
   int max_queue = 16;  // requests waiting for a slot beyond the running ones
   // Sequences in flight at once (--parallel), each on its own slot; they share the engine's
-  // steps (continuous batching).
-  int parallel = 1;
+  // steps (continuous batching). Without the flag, 1 with --speculative.
+  int parallel = kDefaultParallel;
   // The budget of sequence state (K/V + recurrent) the running sequences may need together at
   // worst, in MiB (--max-batch-memory); 0: --parallel times one full-context sequence.
   int64_t max_batch_memory_mb = 0;

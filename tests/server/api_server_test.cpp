@@ -521,6 +521,7 @@ TEST_F(ApiServerTest, OversizeBodyGets413AndTheConnectionCloses) {
 
 TEST_F(ApiServerTest, FullQueueIs429) {
   ServerOptions options;
+  options.parallel = 1;  // the one slot busy, no room to wait
   options.max_queue = 0;
   start({.script = "slow reply", .decode_delay_ms = 100}, options);
   std::thread first([&] {

@@ -173,7 +173,9 @@ TEST_F(OptionsTest, InvalidFlagValuesExitNonZero) {
 }
 
 TEST_F(OptionsTest, ParallelIsOneToSixtyFourAndTheBatchMemoryNotNegative) {
-  EXPECT_EQ(parse({}).options->parallel, 1);
+  EXPECT_EQ(parse({}).options->parallel, 4);
+  // Speculation is not batched: alone it keeps one slot; with --parallel 2 it is refused below.
+  EXPECT_EQ(parse({"--speculative", "mtp"}).options->parallel, 1);
   EXPECT_EQ(parse({}).options->max_batch_memory_mb, 0);
   auto parsed = parse({"--parallel", "8", "--max-batch-memory", "4096"});
   EXPECT_EQ(parsed.options->parallel, 8);
