@@ -97,24 +97,8 @@ void affine_gemv_rows(const Int16Activations* in, int B, const WeightMatrix& w, 
 
 void affine_gemv_rows(const Int16Activations* in, int B, const WeightMatrix& w, int begin, int end,
                       float* y, size_t ldy, GemvIsa isa) {
-  if (isa == GemvIsa::kAvx512Vnni) {
-    switch (w.bits) {
-      case 8:
-        return avx512_vnni::rows_by_group<8>(in, B, w, begin, end, y, ldy);
-      case 4:
-        return avx512_vnni::rows_by_group<4>(in, B, w, begin, end, y, ldy);
-      default:
-        return avx512_vnni::rows_of<0, 0>(in, B, w, begin, end, y, ldy);
-    }
-  }
-  switch (w.bits) {
-    case 8:
-      return avx2::rows_by_group<8>(in, B, w, begin, end, y, ldy);
-    case 4:
-      return avx2::rows_by_group<4>(in, B, w, begin, end, y, ldy);
-    default:
-      return avx2::rows_of<0, 0>(in, B, w, begin, end, y, ldy);
-  }
+  if (isa == GemvIsa::kAvx512Vnni) return avx512_vnni::rows_for_bits(in, B, w, begin, end, y, ldy);
+  avx2::rows_for_bits(in, B, w, begin, end, y, ldy);
 }
 
 }  // namespace qmlx
