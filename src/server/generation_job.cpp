@@ -18,10 +18,13 @@ void GenerationJob::mark_delivered(int64_t settled_tokens) {
 }
 
 void GenerationJob::publish(GenerationEvent event) {
+  const bool last = event.kind == GenerationEvent::Kind::kDone ||
+                    event.kind == GenerationEvent::Kind::kError;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     events_.push_back(std::move(event));
   }
+  if (last) answered_.store(true);
   ready_.notify_one();
 }
 

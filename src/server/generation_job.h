@@ -88,6 +88,9 @@ class GenerationJob {
   int64_t delivered_tokens() const { return delivered_.load(); }
 
   void publish(GenerationEvent event);
+  // True once the last event (done or error) is published: the client may already be sending
+  // its next request while the slot finishes this one (checkpoints, idle work).
+  bool answered() const { return answered_.load(); }
   // The next event, or nullopt when none arrived within `timeout`.
   std::optional<GenerationEvent> next(std::chrono::milliseconds timeout);
 
@@ -98,6 +101,7 @@ class GenerationJob {
   const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   std::atomic<bool> cancelled_{false};
   std::atomic<int64_t> delivered_{0};
+  std::atomic<bool> answered_{false};
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<GenerationEvent> events_;

@@ -26,6 +26,7 @@ Scheduler::Scheduler(const ModelRuntime& runtime, CacheHooks& hooks, ServerMetri
   }
   const size_t slots = size_t(std::max(1, limits_.parallel));
   producing_.resize(slots);
+  last_job_.resize(slots);
   for (size_t i = 0; i < slots; ++i) slots_.emplace_back([this, i] { slot_loop(i); });
 }
 
@@ -60,12 +61,42 @@ void Scheduler::submit(std::shared_ptr<GenerationJob> job) {
   changed_.notify_all();
 }
 
+namespace {
+
+// The prompt's conversation without the generation prompt (the next turn re-renders that part
+// with the reply), or all of it when the offset is unknown.
+std::span<const int32_t> conversation_head(const RenderedPrompt& prompt) {
+  const std::span<const int32_t> ids(prompt.ids);
+  return prompt.last_message_end > 0 && prompt.last_message_end <= int64_t(ids.size())
+             ? ids.first(size_t(prompt.last_message_end))
+             : ids;
+}
+
+}  // namespace
+
 bool Scheduler::front_fits(size_t slot) const {
   if (queue_.empty() || active_.size() >= size_t(std::max(1, limits_.parallel))) return false;
   const std::vector<int32_t>& prompt = queue_.front()->prompt().ids;
   for (size_t other = 0; other < producing_.size(); ++other) {
     if (other != slot && prompt_needs(prompt, producing_[other])) return false;
   }
+  // The next turn of a conversation a slot holds, sent the moment that slot answered (a fast
+  // tool loop), waits the moment that slot needs to come back for it: elsewhere it would
+  // restore a checkpoint instead of continuing the live session (tests/e2e/cache/
+  // run_fast_client_e2e.sh). The slot holding the most of the prompt gets it (the lowest on a
+  // tie, so two slots never wait for each other); a turn sent while that slot still generates
+  // does not wait.
+  size_t holder = slot, held = 0;
+  for (size_t s = 0; s < last_job_.size(); ++s) {
+    const std::shared_ptr<const GenerationJob>& last = last_job_[s];
+    if (!last || !last->answered()) continue;
+    const std::span<const int32_t> head = conversation_head(last->prompt());
+    if (head.size() > held && prompt_needs(prompt, head)) {
+      holder = s;
+      held = head.size();
+    }
+  }
+  if (holder != slot) return false;
   if (limits_.memory_budget_bytes == 0 || active_.empty()) return true;
   return active_bytes_ + worst_case_bytes(*queue_.front()) <= limits_.memory_budget_bytes;
 }
@@ -130,6 +161,7 @@ void Scheduler::slot_loop(size_t slot) {
         job = queue_.front();
         queue_.pop_front();
         producing_[slot] = {};
+        last_job_[slot] = job;
         job_bytes = worst_case_bytes(*job);
         active_.push_back(job);
         active_bytes_ += job_bytes;

@@ -86,6 +86,9 @@ class Scheduler {
   // Per slot: the tokens its last idle work produced or is producing, until it takes a job
   // (what the hook last passed to the pre-emption check, copied), empty otherwise.
   std::vector<std::vector<int32_t>> producing_;
+  // Per slot: the last job it took. Once answered, its session holds that conversation (prompt
+  // and reply) until the slot takes another job, so the conversation's next turn is its own.
+  std::vector<std::shared_ptr<const GenerationJob>> last_job_;
   bool stopping_ = false;
   bool exit_ = false;
   std::vector<std::thread> slots_;

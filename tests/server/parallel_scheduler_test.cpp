@@ -164,6 +164,66 @@ TEST_F(ParallelSchedulerTest, AJobWaitsForTheSlotWhoseIdleWorkProducesItsPrompt)
   scheduler.stop(std::chrono::milliseconds(1000));
 }
 
+// Idle work that takes a while and never asks whether a request waits (a hook with nothing to
+// pre-fill still runs between a job's last event and the slot's next job).
+class SlowQuietIdleHooks : public CacheHooks {
+ public:
+  CacheLookupResult lookup_and_restore(const PromptView&, InferenceSession& session) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    lookups.push_back(&session);
+    return {};
+  }
+  void on_idle(InferenceSession&, const IdlePreemption&) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  std::mutex mutex;
+  std::vector<InferenceSession*> lookups;
+};
+
+// A fast client sends its next turn the moment the reply arrives, before the slot that answered
+// is back for more: the turn waits for that slot (its session holds the conversation) though
+// another is free. A turn sent while that slot still generates, or another conversation, does
+// not wait.
+TEST_F(ParallelSchedulerTest, TheNextTurnGoesToTheSlotThatAnsweredTheLastOne) {
+  SlowQuietIdleHooks hooks;
+  Scheduler scheduler(*runtime_, hooks, nullptr, 8, {}, {.parallel = 2});
+  auto first = job(1, "turn one", 5);
+  auto next_turn = [&](uint64_t uid, const std::shared_ptr<GenerationJob>& before) {
+    GenerationRequest request = before->request();
+    RenderedPrompt prompt = before->prompt();
+    for (int32_t id : runtime_->tokenizer->encode(" the reply and the next turn", false))
+      prompt.ids.push_back(id);
+    request.prompt_ids = prompt.ids;
+    request.max_tokens = 50;
+    return std::make_shared<GenerationJob>(uid, std::move(request), std::move(prompt));
+  };
+  scheduler.submit(first);
+  reply(*first);
+  auto second = next_turn(2, first);
+  scheduler.submit(second);  // the first's slot is still in its 300 ms of idle work
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(scheduler.running(), 0u);  // the free slot did not take it
+  EXPECT_EQ(reply(*second).first, "one two three");
+  {
+    std::lock_guard<std::mutex> lock(hooks.mutex);
+    ASSERT_EQ(hooks.lookups.size(), 2u);
+    EXPECT_EQ(hooks.lookups[1], hooks.lookups[0]);  // the same slot's session
+  }
+  // Sent while the one it extends still generates (a side request on the same history): taken
+  // at once by the free slot.
+  runtime_->stop_token_ids.clear();  // the third never stops by itself
+  auto third = job(3, "turn two", 1000);
+  auto fourth = next_turn(4, third);
+  scheduler.submit(third);
+  ASSERT_TRUE(eventually([&] { return scheduler.running() == 1; }));
+  scheduler.submit(fourth);
+  EXPECT_TRUE(eventually([&] { return scheduler.running() == 2; }));
+  third->cancel();
+  reply(*third);
+  reply(*fourth);
+  scheduler.stop(std::chrono::milliseconds(1000));
+}
+
 TEST_F(ParallelSchedulerTest, ACancelledJobFreesItsSlotAtOnce) {
   auto slow = testing::make_fake_runtime({.script = "x", .decode_delay_ms = 50});
   runtime_ = slow;

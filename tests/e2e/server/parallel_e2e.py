@@ -134,6 +134,11 @@ def main():
             t.join()
         if burst != [SCRIPT, SCRIPT]:
             fail("the sub-agents got %r" % burst)
+        # A request is counted just after its last event reaches the client: wait for both.
+        deadline = time.monotonic() + 30
+        while (metric(metrics_port, "qmlx_prompt_tokens_total") - prompts_before < 2 * 20000
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
         prefilled = metric(metrics_port, "qmlx_prefill_tokens_total") - prefilled_before
         prompts = metric(metrics_port, "qmlx_prompt_tokens_total") - prompts_before
         if metric(metrics_port, "qmlx_shared_prefix_waits_total") != 1:
