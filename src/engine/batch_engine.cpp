@@ -142,10 +142,27 @@ std::vector<size_t> BatchEngine::plan_step() const {
 void BatchEngine::loop() {
   using Clock = std::chrono::steady_clock;
   const ForwardOptions forward_options{options_.delta_rule};
+  // The sessions whose decode the last step finished: they come back for their next token.
+  std::vector<const Session*> returning;
+  auto all_returned = [&] {
+    return std::all_of(returning.begin(), returning.end(), [&](const Session* s) {
+      return std::any_of(pending_.begin(), pending_.end(),
+                         [&](const Work* w) { return w->session == s; });
+    });
+  };
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     work_arrived_.wait(lock, [&] { return stop_ || !pending_.empty(); });
     if (pending_.empty()) return;  // stopping, nothing left
+    // The first decoder back must not start a step alone: the others, a millisecond behind it
+    // (sampling, the stream), would wait for the step after, and every sequence would pay two
+    // steps per token (a batch of 4 ran as steps of 1 and 3). A sequence whose generation ended
+    // never comes back, so the wait is short.
+    if (!returning.empty()) {
+      work_arrived_.wait_until(lock, Clock::now() + kRegatherWait,
+                               [&] { return stop_ || all_returned(); });
+      returning.clear();
+    }
     // A cancelled prefill leaves at the step boundary.
     bool any_left = false;
     for (Work* w : pending_) {
@@ -190,6 +207,7 @@ void BatchEngine::loop() {
       w->done += segments[k].tokens.size();
       if (error) w->error = error;
       if (error || w->done == w->tokens.size()) w->finished = true;
+      if (w->finished && !error && w->kind == RowKind::kGenerated) returning.push_back(w->session);
     }
     std::erase_if(pending_, [](Work* w) { return w->finished; });
     work_advanced_.notify_all();

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -44,6 +45,9 @@ using BatchStepObserver = std::function<void(const BatchStepStats&)>;
 
 class BatchEngine {
  public:
+  // How long a step waits for the decoders of the step before it to hand in their next token.
+  static constexpr std::chrono::milliseconds kRegatherWait{3};
+
   explicit BatchEngine(std::shared_ptr<const Model> model, BatchEngineOptions options = {});
   ~BatchEngine();
   BatchEngine(const BatchEngine&) = delete;

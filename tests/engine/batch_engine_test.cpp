@@ -149,6 +149,46 @@ TEST_F(BatchEngineTest, ConcurrentSequencesGetWhatTheyGetAlone) {
   EXPECT_GT(widest, 1);  // some steps did batch several sequences
 }
 
+// Decoders that take a moment between tokens (sampling, the stream: here 1 ms) come back at
+// different times; a step still waits for the others rather than running the first alone,
+// so four sequences decode in steps of four, not in fragments (a batch of 4 used to run as
+// steps of 1 and 3, every sequence paying two steps per token).
+TEST_F(BatchEngineTest, DecodersThatComeBackAMomentApartShareTheirSteps) {
+  auto engine = std::make_shared<BatchEngine>(model_, BatchEngineOptions{kStepTokens});
+  std::vector<BatchStepStats> steps;
+  std::mutex steps_mutex;
+  std::atomic<bool> decoding{false};
+  engine->set_step_observer([&](const BatchStepStats& s) {
+    std::lock_guard<std::mutex> lock(steps_mutex);
+    if (decoding) steps.push_back(s);
+  });
+  constexpr int kSequences = 4, kTokens = 40;
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::mt19937_64 rng(5);
+  for (int t = 0; t < kSequences; ++t) {
+    sessions.push_back(std::make_unique<Session>(model_, options(engine)));
+    sessions.back()->prefill(random_tokens(8, rng));
+  }
+  decoding = true;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < kSequences; ++t) {
+    workers.emplace_back([&, t] {
+      for (int i = 0; i < kTokens; ++i) {
+        sessions[t]->decode(greedy(sessions[t]->logits()));
+        std::this_thread::sleep_for(std::chrono::microseconds(300 + 200 * t));
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  std::lock_guard<std::mutex> lock(steps_mutex);
+  int full = 0;
+  for (const BatchStepStats& s : steps) full += s.sequences == kSequences;
+  // The first step may start before every thread has begun, the last ones after some end, and
+  // a thread the machine's load holds back past the wait misses a step (slack for both).
+  EXPECT_LE(steps.size(), size_t(kTokens + 10));
+  EXPECT_GE(full, kTokens - 10) << steps.size() << " steps";
+}
+
 TEST_F(BatchEngineTest, AShortPrefillIsNotStarvedByALongOne) {
   auto engine = std::make_shared<BatchEngine>(model_, BatchEngineOptions{8});
   std::mt19937_64 rng(3);
