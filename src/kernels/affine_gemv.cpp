@@ -9,6 +9,7 @@
 
 #include "kernels/affine_codes.h"
 #include "kernels/prefetch.h"
+#include "kernels/row_passes.h"
 #include "kernels/simd.h"
 
 namespace qmlx {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/prefetch.h"
+#include "kernels/row_passes.h"
 #include "kernels/simd.h"
 
 namespace qmlx {
@@ -53,20 +54,9 @@ constexpr int kQ8Batch = 4;
 
 void dot_q8_0_batched(const uint8_t* row, int blocks, const Int16Activations* in, int B, float* y,
                       size_t ldy) {
-  for (int b = 0; b < B;) {
-    const int left = B - b;
-    float* yb = y + size_t(b) * ldy;
-    if (left >= kQ8Batch) {
-      dot_q8_0<kQ8Batch>(row, blocks, in + b, yb, ldy);
-      b += kQ8Batch;
-    } else if (left >= 2) {
-      dot_q8_0<2>(row, blocks, in + b, yb, ldy);
-      b += 2;
-    } else {
-      dot_q8_0<1>(row, blocks, in + b, yb, ldy);
-      b += 1;
-    }
-  }
+  in_row_passes<kQ8Batch>(B, [&]<int NB>(int b) {
+    dot_q8_0<NB>(row, blocks, in + b, y + size_t(b) * ldy, ldy);
+  });
 }
 
 // The 8 six-bit scales and 8 six-bit minimums of a Q4_K / Q5_K super-block from its 12 bytes:

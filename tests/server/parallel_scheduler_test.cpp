@@ -33,15 +33,22 @@ bool eventually(F condition) {
   return true;
 }
 
-// Idle work (after the first request only) that produces `history` until released or
-// pre-empted, and the session each request's lookup ran on.
-class SlowIdleHooks : public CacheHooks {
+// Records the session each request's lookup ran on (which slot took it).
+class LookupRecordingHooks : public CacheHooks {
  public:
   CacheLookupResult lookup_and_restore(const PromptView&, InferenceSession& session) override {
     std::lock_guard<std::mutex> lock(mutex);
     lookups.push_back(&session);
     return {};
   }
+  std::mutex mutex;
+  std::vector<InferenceSession*> lookups;
+};
+
+// Idle work (after the first request only) that produces `history` until released or
+// pre-empted.
+class SlowIdleHooks : public LookupRecordingHooks {
+ public:
   void on_idle(InferenceSession& session, const IdlePreemption& preempted) override {
     if (idle_calls++ > 0) return;
     idle_session = &session;
@@ -54,8 +61,6 @@ class SlowIdleHooks : public CacheHooks {
   std::atomic<int> idle_calls{0};
   std::atomic<InferenceSession*> idle_session{nullptr};
   std::atomic<bool> released{false};
-  std::mutex mutex;
-  std::vector<InferenceSession*> lookups;
 };
 
 class ParallelSchedulerTest : public ::testing::Test {
@@ -166,18 +171,11 @@ TEST_F(ParallelSchedulerTest, AJobWaitsForTheSlotWhoseIdleWorkProducesItsPrompt)
 
 // Idle work that takes a while and never asks whether a request waits (a hook with nothing to
 // pre-fill still runs between a job's last event and the slot's next job).
-class SlowQuietIdleHooks : public CacheHooks {
+class SlowQuietIdleHooks : public LookupRecordingHooks {
  public:
-  CacheLookupResult lookup_and_restore(const PromptView&, InferenceSession& session) override {
-    std::lock_guard<std::mutex> lock(mutex);
-    lookups.push_back(&session);
-    return {};
-  }
   void on_idle(InferenceSession&, const IdlePreemption&) override {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
-  std::mutex mutex;
-  std::vector<InferenceSession*> lookups;
 };
 
 // A fast client sends its next turn the moment the reply arrives, before the slot that answered
