@@ -36,6 +36,7 @@
 #include "kernels/few_token_gemm.h"
 #include "kernels/gated_delta.h"
 #include "kernels/kv_row.h"
+#include "kernels/affine_tiles.h"
 #include "kernels/matmul.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/vec.h"
@@ -111,7 +112,17 @@ struct AffineMatrix {
   std::vector<uint8_t> codes;
   std::vector<uint16_t> scales, biases;  // bf16
   qmlx::WeightMatrix view;
+  qmlx::AffineTileStorage tiles;  // the view's bytes once tiled
 };
+
+// The matrix in 16-row tiles, as models load them (unless QMLX_AFFINE_TILES=0).
+void tile_like_a_model(AffineMatrix& m) {
+  if (!qmlx::affine_tiles_enabled() || !qmlx::affine_tiles_supported(m.view)) return;
+  m.view = qmlx::tile_affine_matrix(m.view, m.tiles);
+  std::vector<uint8_t>().swap(m.codes);
+  std::vector<uint16_t>().swap(m.scales);
+  std::vector<uint16_t>().swap(m.biases);
+}
 
 uint16_t bf16_of(float f) {
   uint32_t u;
@@ -325,6 +336,7 @@ void bench_batched_gemv(double bandwidth) {
                               {1024, 2048}})
       ms.push_back(random_affine(rows, cols, 8, 64, rng));
   ms.push_back(random_affine(248320, 1024, 8, 64, rng));
+  for (AffineMatrix& m : ms) tile_like_a_model(m);
   double bytes = 0;
   size_t widest = 0;
   for (auto& m : ms) {

@@ -38,9 +38,11 @@ class IdentityWriter {
   }
   void matrix(const std::string& name, const WeightMatrix& w) {
     char buf[256];
-    std::snprintf(buf, sizeof buf, "%s: %dx%d format=%d gguf=%d bits=%d group=%d scale=%d ",
+    // The tiled layout changes the decode arithmetic (kernels/affine_tiles.h), so a checkpoint
+    // made with one layout is not continued with the other.
+    std::snprintf(buf, sizeof buf, "%s: %dx%d format=%d gguf=%d bits=%d group=%d scale=%d%s ",
                   name.c_str(), w.rows, w.cols, int(w.format), int(w.gguf_type), w.bits,
-                  w.group_size, int(w.scale_type));
+                  w.group_size, int(w.scale_type), w.tiled ? " tiled" : "");
     text_ += buf;
     const size_t groups = size_t(w.rows) * size_t(w.groups_per_row());
     const size_t scale_bytes = groups * scalar_size(w.scale_type);

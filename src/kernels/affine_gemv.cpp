@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "kernels/affine_codes.h"
+#include "kernels/affine_tiles.h"
 #include "kernels/prefetch.h"
 #include "kernels/row_passes.h"
 #include "kernels/simd.h"
@@ -21,6 +22,9 @@ inline __m256i load256(const int16_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
+// Two int16 activation codes read as one int32 (the pair a vpmaddwd lane multiplies).
+typedef int32_t __attribute__((may_alias)) aliased_int32;
+
 // The exact sum of 8 int32 lanes.
 inline int32_t hsum_epi32(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -32,6 +36,7 @@ inline int32_t hsum_epi32(__m256i v) {
 namespace avx2 {
 constexpr bool kVnni512 = false;
 #include "kernels/affine_gemv_rows.inc"
+#include "kernels/affine_tile_gemv.inc"
 }  // namespace avx2
 
 }  // namespace
@@ -55,6 +60,7 @@ inline __m256i fold(__m512i v) {
 }
 
 #include "kernels/affine_gemv_rows.inc"
+#include "kernels/affine_tile_gemv.inc"
 }  // namespace avx512_vnni
 }  // namespace
 #pragma GCC diagnostic pop
@@ -75,8 +81,10 @@ GemvIsa detect_gemv_isa() {
 
 }  // namespace
 
-Int16Activations prepare_affine_gemv_input(const float* x, int cols, int bits, int group_size) {
-  return quantize_int16_activations(x, cols, group_size, bits == 4);
+Int16Activations prepare_affine_gemv_input(const float* x, const WeightMatrix& w) {
+  // Row-major 4-bit rows hold each 32 columns' even codes in low nibbles; tiled ones pair
+  // consecutive columns (kernels/affine_tiles.h).
+  return quantize_int16_activations(x, w.cols, w.group_size, w.bits == 4 && !w.tiled);
 }
 
 void affine_gemv_rows(const Int16Activations& in, const WeightMatrix& w, int begin, int end,
@@ -98,6 +106,11 @@ void affine_gemv_rows(const Int16Activations* in, int B, const WeightMatrix& w, 
 
 void affine_gemv_rows(const Int16Activations* in, int B, const WeightMatrix& w, int begin, int end,
                       float* y, size_t ldy, GemvIsa isa) {
+  if (w.tiled) {
+    if (isa == GemvIsa::kAvx512Vnni)
+      return avx512_vnni::tiled_rows_for_bits(in, B, w, begin, end, y, ldy);
+    return avx2::tiled_rows_for_bits(in, B, w, begin, end, y, ldy);
+  }
   if (isa == GemvIsa::kAvx512Vnni) return avx512_vnni::rows_for_bits(in, B, w, begin, end, y, ldy);
   avx2::rows_for_bits(in, B, w, begin, end, y, ldy);
 }

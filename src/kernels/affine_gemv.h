@@ -11,10 +11,11 @@
 
 namespace qmlx {
 
-// The activations for matrices with these bits and group_size.
-Int16Activations prepare_affine_gemv_input(const float* x, int cols, int bits, int group_size);
+// The activations for matrices stored like w (bits, group size, tiled or not).
+Int16Activations prepare_affine_gemv_input(const float* x, const WeightMatrix& w);
 
-// y[r] for rows [begin, end) of w (affine, with the bits/group_size the input was made for).
+// y[r] for rows [begin, end) of w (affine, stored as the input was made for). Tiled matrices
+// (kernels/affine_tiles.h) take the tile kernel, where lane i of each multiply-add is row i.
 void affine_gemv_rows(const Int16Activations& in, const WeightMatrix& w, int begin, int end,
                       float* y);
 

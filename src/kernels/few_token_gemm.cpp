@@ -83,6 +83,7 @@ constexpr DotTileFn kDotTiles[kTileTokens + 1] = {nullptr, dot_tile<1>, dot_tile
 // from each row in turn, 2 KiB apart for a 2048-column 8-bit matrix: a stride the prefetcher
 // does not follow, so without this every row waits for memory.
 void prefetch_row_range(const WeightMatrix& w, int r, int k0, int depth) {
+  if (w.tiled) return;  // a tiled row's columns are not contiguous (kernels/affine_tiles.h)
   const size_t begin = stored_bytes(w, k0), end = stored_bytes(w, k0 + depth);
   prefetch_bytes(w.data + size_t(r) * w.row_bytes() + begin, end - begin);
 }

@@ -5,6 +5,7 @@
 
 #include "base/thread_pool.h"
 #include "kernels/affine_gemv.h"
+#include "kernels/affine_tiles.h"
 #include "kernels/gguf_gemv.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/vec.h"
@@ -68,7 +69,7 @@ struct MatmulJob {
     for (int t = prompt_rows; t < T; ++t) {
       const float* row = x + size_t(t) * w.cols;
       if (kind == GemvKind::kAffine)
-        gemv_inputs.push_back(prepare_affine_gemv_input(row, w.cols, w.bits, w.group_size));
+        gemv_inputs.push_back(prepare_affine_gemv_input(row, w));
       else if (kind == GemvKind::kGguf)
         gemv_inputs.push_back(prepare_gguf_gemv_input(row, w.cols));
     }
@@ -103,9 +104,11 @@ struct MatmulJob {
 
   // Rows per task: decode tasks should read at least 64 KiB of weights so scheduling stays
   // cheap; prefill tasks a whole number of 16-row panels.
+  // Tiled matrices are split between tiles (a tile split in two would be read twice).
   size_t grain() const {
     if (prompt_rows > 0) return 16;
-    return std::max<size_t>(8, (64 * 1024) / std::max<size_t>(1, w.row_bytes()));
+    const size_t rows = std::max<size_t>(8, (64 * 1024) / std::max<size_t>(1, w.row_bytes()));
+    return w.tiled ? (rows + kAffineTileRows - 1) / kAffineTileRows * kAffineTileRows : rows;
   }
 };
 

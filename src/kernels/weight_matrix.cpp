@@ -1,6 +1,8 @@
 #include "kernels/weight_matrix.h"
 
+#include "base/error.h"
 #include "kernels/affine_codes.h"
+#include "kernels/affine_tiles.h"
 
 namespace qmlx {
 
@@ -13,6 +15,8 @@ size_t WeightMatrix::bytes() const {
 }
 
 WeightMatrix WeightMatrix::row_slice(int begin, int end) const {
+  // Slices are cut while loading, before matrices are tiled; a tile holds 16 rows together.
+  if (tiled) throw Error("internal: row_slice of a tiled weight matrix");
   WeightMatrix s = *this;
   s.rows = end - begin;
   s.data = data + size_t(begin) * row_bytes();
@@ -80,6 +84,7 @@ void dequantize_row_range(const WeightMatrix& w, int r, int k0, int k1, float* o
 }
 
 void dequantize_rows(const WeightMatrix& w, int begin, int end, float* out) {
+  if (w.tiled) return dequantize_tiled_rows(w, begin, end, out);
   for (int r = begin; r < end; ++r, out += w.cols) dequantize_row_range(w, r, 0, w.cols, out);
 }
 

@@ -31,6 +31,9 @@ struct WeightMatrix {
   ScalarType scale_type = ScalarType::kF32;
   const uint8_t* scales = nullptr;  // [rows][cols / group_size] of scale_type
   const uint8_t* biases = nullptr;
+  // Rows interleaved in tiles of 16 (kernels/affine_tiles.h) instead of row by row; data,
+  // scales and biases then follow that layout.
+  bool tiled = false;
   // GGUF block formats only.
   GgufType gguf_type = GgufType::kF32;
 
@@ -40,7 +43,7 @@ struct WeightMatrix {
   size_t row_bytes() const;
   // Bytes read by one full pass over the matrix (weights plus scales and biases).
   size_t bytes() const;
-  // Rows [begin, end) as a matrix of their own (no copy).
+  // Rows [begin, end) as a matrix of their own (no copy). Not for tiled matrices.
   WeightMatrix row_slice(int begin, int end) const;
 };
 

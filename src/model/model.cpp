@@ -18,6 +18,8 @@
 #include "model/architectures.h"
 #include "model/gguf_file.h"
 #include "model/gguf_weights.h"
+#include "kernels/affine_tiles.h"
+#include "model/weight_tiling.h"
 
 namespace qmlx {
 namespace {
@@ -44,12 +46,12 @@ struct MappedBytes {
   size_t bytes;
 };
 
-// Reads every tensor in, in the order given (file order: sequential reads), reporting bytes.
-void page_in_tensors(const std::vector<MappedBytes>& tensors, const LoadProgress& progress) {
-  uint64_t total = 0;
+// Reads every tensor in, in the order given (file order: sequential reads), reporting bytes:
+// `done` of `total` were read before (by the tiling of kernels/affine_tiles.h).
+void page_in_tensors(const std::vector<MappedBytes>& tensors, const LoadProgress& progress,
+                     uint64_t done = 0, uint64_t total = 0) {
   for (const MappedBytes& t : tensors) total += t.bytes;
-  uint64_t done = 0;
-  if (progress) progress(0, total);
+  if (progress) progress(done, total);
   for (const MappedBytes& t : tensors) {
     for (size_t offset = 0; offset < t.bytes; offset += kPageInPiece) {
       size_t piece = std::min(kPageInPiece, t.bytes - offset);
@@ -108,7 +110,32 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
       model->weights_ = load_qwen3_weights(*model->store_, model->config_);
       break;
   }
-  page_in_tensors(tensors_in_file_order(*model->store_), progress);
+  const std::vector<MappedBytes> tensors = tensors_in_file_order(*model->store_);
+  if (!affine_tiles_enabled()) {
+    page_in_tensors(tensors, progress);
+    return model;
+  }
+  // The decode matrices are copied into tiles (reading them from the file), the rest read in.
+  std::vector<ByteRange> mapped;
+  uint64_t total = 0;
+  for (const MappedBytes& t : tensors) {
+    mapped.push_back({t.data, t.bytes});
+    total += t.bytes;
+  }
+  if (progress) progress(0, total);
+  const std::vector<ByteRange> copied =
+      tile_affine_weights(model->weights_, mapped, [&](uint64_t done) {
+        if (progress) progress(done, total);
+      });
+  std::vector<MappedBytes> rest;
+  uint64_t done = 0;
+  for (const MappedBytes& t : tensors) {
+    if (covered_by({t.data, t.bytes}, copied))
+      done += t.bytes;
+    else
+      rest.push_back(t);
+  }
+  page_in_tensors(rest, progress, done, done);
   return model;
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "kernels/affine_tiles.h"
 #include "kernels/weight_matrix.h"
 
 namespace qmlx {
@@ -70,6 +71,8 @@ struct ModelWeights {
   std::optional<MtpWeights> mtp;  // absent when the checkpoint has no MTP head
   // Storage for matrices re-ordered at load (stored format, not dequantized).
   std::vector<std::vector<uint8_t>> owned;
+  // Storage for the matrices tiled at load (model/weight_tiling.h).
+  std::vector<AffineTileStorage> tiles;
 
   // Bytes of every matrix of the main model once (the head counted once when tied; the MTP
   // head is not counted: a plain decode step never reads it).

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/affine_tiles.h"
 #include "test_util.h"
 #include "tiny_model.h"
 
@@ -74,7 +75,25 @@ TEST_P(AffineMatmulTest, MatchesNaiveDequantizedProduct) {
       m.data = q.weight.bytes.data();
       m.scales = scales.bytes.data();
       m.biases = biases.bytes.data();
+      // The same matrix in 16-row tiles (37 rows: two full tiles and a partial one).
+      AffineTileStorage storage;
+      std::vector<WeightMatrix> layouts{m};
+      if (affine_tiles_supported(m)) {
+        layouts.push_back(tile_affine_matrix(m, storage));
+        std::vector<float> rows_major(size_t(rows) * cols), tiled(rows_major.size());
+        dequantize_rows(m, 0, rows, rows_major.data());
+        dequantize_rows(layouts[1], 0, rows, tiled.data());
+        EXPECT_EQ(rows_major, tiled) << "a tiled matrix dequantizes to the same floats";
+        std::vector<float> part(size_t(cols) / 2), expected(part.size());
+        const int k0 = gs, k1 = gs + int(part.size()) / gs * gs;
+        dequantize_row_range(m, 21, k0, k1, expected.data());
+        dequantize_row_range(layouts[1], 21, k0, k1, part.data());
+        EXPECT_EQ(part, expected) << "columns " << k0 << ".." << k1 << " of a tiled row";
+      }
+      for (const WeightMatrix& layout : layouts)
       for (int T : {1, 2, 5, 13}) {
+        SCOPED_TRACE(layout.tiled ? "tiled" : "row-major");
+        const WeightMatrix& m = layout;
         auto x = random_vector(size_t(T) * cols, 11 + T);
         std::vector<float> y(size_t(T) * rows);
         matmul(x.data(), T, m, y.data(), decode_rows(T));

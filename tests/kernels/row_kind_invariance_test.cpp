@@ -10,6 +10,7 @@
 
 #include "gguf_block_samples.h"
 #include "kernels/affine_gemv.h"
+#include "kernels/affine_tiles.h"
 #include "kernels/attention.h"
 #include "kernels/gated_delta.h"
 #include "kernels/kv_row.h"
@@ -31,13 +32,14 @@ struct StoredMatrix {
   std::string name;
   WeightMatrix m;
   std::vector<uint8_t> data, scales, biases;
+  AffineTileStorage tiles;  // what a tiled m points into
 };
 
 std::vector<StoredMatrix> every_format(int rows, int cols) {
   std::vector<StoredMatrix> out;
   const auto w = random_vector(size_t(rows) * cols, 3);
   auto plain = [&](const std::string& name, WeightFormat f, testing::TensorBlob blob) {
-    StoredMatrix s{name, {}, std::move(blob.bytes), {}, {}};
+    StoredMatrix s{name, {}, std::move(blob.bytes), {}, {}, {}};
     s.m.format = f;
     s.m.rows = rows;
     s.m.cols = cols;
@@ -51,7 +53,8 @@ std::vector<StoredMatrix> every_format(int rows, int cols) {
                    {},
                    std::move(q.weight.bytes),
                    std::move(q.scales.bytes),
-                   std::move(q.biases.bytes)};
+                   std::move(q.biases.bytes),
+                   {}};
     s.m.format = WeightFormat::kAffine;
     s.m.rows = rows;
     s.m.cols = cols;
@@ -65,6 +68,7 @@ std::vector<StoredMatrix> every_format(int rows, int cols) {
                    {},
                    testing::random_gguf_blocks(t, size_t(rows) * cols, 2),
                    {},
+                   {},
                    {}};
     s.m.format = WeightFormat::kGguf;
     s.m.gguf_type = t;
@@ -76,6 +80,14 @@ std::vector<StoredMatrix> every_format(int rows, int cols) {
     s.m.data = s.data.data();
     if (!s.scales.empty()) s.m.scales = s.scales.data();
     if (!s.biases.empty()) s.m.biases = s.biases.data();
+  }
+  // The 4- and 8-bit ones again in 16-row tiles (kernels/affine_tiles.h).
+  const size_t stored = out.size();
+  for (size_t i = 0; i < stored; ++i) {
+    if (!affine_tiles_supported(out[i].m)) continue;
+    StoredMatrix s{out[i].name + " tiled", {}, {}, {}, {}, {}};
+    s.m = tile_affine_matrix(out[i].m, s.tiles);
+    out.push_back(std::move(s));
   }
   return out;
 }
@@ -143,8 +155,7 @@ TEST(RowKindInvarianceTest, AffineGemvIsTheSameOnEveryInstructionSet) {
       const auto x = random_vector(size_t(9) * cols, 5);
       std::vector<Int16Activations> in;
       for (int b = 0; b < 9; ++b)
-        in.push_back(prepare_affine_gemv_input(x.data() + size_t(b) * cols, cols, s.m.bits,
-                                               s.m.group_size));
+        in.push_back(prepare_affine_gemv_input(x.data() + size_t(b) * cols, s.m));
       for (int B : {1, 2, 3, 4, 5, 9}) {
         std::vector<float> avx2(size_t(B) * rows), avx512(size_t(B) * rows);
         affine_gemv_rows(in.data(), B, s.m, 0, rows, avx2.data(), rows, GemvIsa::kAvx2);

@@ -1,0 +1,67 @@
+// Affine tiles: MLX 4- and 8-bit matrices with their rows interleaved in tiles of 16, the layout
+// the decode GEMV reads fastest (kernels/affine_gemv.h).
+//
+// Stored row by row, each generated row's dot with one weight row ends in 16 (AVX-512) or 8
+// (AVX2) int32 partial sums per quantization group that have to be folded to one before the
+// group's scale applies: at 4 generated rows that folding cost as much as the multiply-adds.
+// Interleaved, one 32-byte step holds 2 columns (8-bit) or 4 (4-bit, two nibbles per byte) of 16
+// rows, so one vpdpwssd against a broadcast pair of activations adds to 16 rows' sums at once,
+// lane i being row i: no folding, and the scales of 16 rows apply in one vector.
+//
+// Layout of a tiled matrix (WeightMatrix::tiled): rows padded to a multiple of 16 with zero codes,
+// scales and biases. Tile t (rows 16t .. 16t + 15) starts at data + 16 * t * row_bytes(); in it,
+// group g starts at 16 * g * group_bytes, and step k of the group at 32 * k, where bytes 2i and
+// 2i + 1 belong to row 16t + i:
+//   8-bit: byte 2i + j is the code of column g * group_size + 2k + j;
+//   4-bit: byte 2i + j holds column g * group_size + 4k + j in its low nibble and column
+//          g * group_size + 4k + 2 + j in its high nibble.
+// Scales and biases (scale_type, like the stored ones): [tile][group][16].
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "kernels/weight_matrix.h"
+
+namespace qmlx {
+
+constexpr int kAffineTileRows = 16;
+constexpr int kAffineTileStepBytes = 32;
+
+// False when QMLX_AFFINE_TILES=0: models then keep their matrices row-major (for benchmarks
+// comparing the two kernels).
+bool affine_tiles_enabled();
+
+// True for row-major affine matrices this layout takes: 4 or 8 bits, groups of 32, 64 or 128.
+bool affine_tiles_supported(const WeightMatrix& w);
+
+// The bytes a tiled matrix points into.
+struct AffineTileStorage {
+  std::unique_ptr<uint8_t[]> codes, scales, biases;
+};
+
+// A tiled copy of w (affine_tiles_supported(w)), in `storage`, made on default_pool().
+// Dequantizes to exactly the same floats as w.
+WeightMatrix tile_affine_matrix(const WeightMatrix& w, AffineTileStorage& storage);
+
+// Rows 16 * tile .. 16 * tile + 15 of a tiled matrix as a row-major matrix of 16 rows, written
+// to `codes` (16 * row_bytes()), `scales` and `biases` (16 * groups_per_row() each, of the
+// scale type); rows past the matrix are zero.
+WeightMatrix untile_affine_rows(const WeightMatrix& w, int tile, uint8_t* codes, uint8_t* scales,
+                                uint8_t* biases);
+
+// Rows [begin, end) of a tiled matrix as floats, exactly those of the row-major matrix (each
+// tile is put back in rows first, then dequantized as stored rows are).
+void dequantize_tiled_rows(const WeightMatrix& w, int begin, int end, float* out);
+
+// Index of the scale and bias of group g of row r in a tiled matrix's scales / biases.
+inline size_t tiled_meta_index(const WeightMatrix& w, int r, int g) {
+  const size_t tile = size_t(r) / kAffineTileRows;
+  return (tile * w.groups_per_row() + g) * kAffineTileRows + size_t(r) % kAffineTileRows;
+}
+
+// The group_size codes of group g of row r of a tiled matrix, one byte each.
+void tiled_group_codes(const WeightMatrix& w, int r, int g, uint8_t* out);
+
+}  // namespace qmlx
