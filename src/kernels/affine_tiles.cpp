@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -184,6 +185,71 @@ WeightMatrix tile_affine_matrix(const WeightMatrix& w, AffineTileStorage& storag
   pool.parallel_chunks(size_t(tiles), std::max<size_t>(1, size_t(tiles) / (8 * pool.size())),
                        tile_range);
   return out;
+}
+
+bool q8_0_tiles_supported(const WeightMatrix& w) {
+  return w.format == WeightFormat::kGguf && w.gguf_type == GgufType::kQ8_0 &&
+         w.cols % kQ8_0Block == 0;
+}
+
+WeightMatrix tile_q8_0_matrix(const WeightMatrix& w, AffineTileStorage& storage) {
+  const int blocks = w.cols / kQ8_0Block;
+  const size_t block_bytes = gguf_bytes(GgufType::kQ8_0, kQ8_0Block), row_bytes = w.row_bytes();
+  // -128 d is exact in f16 unless it overflows (|d| >= 512; real files have |d| << 1).
+  for (int r = 0; r < w.rows; ++r)
+    for (int b = 0; b < blocks; ++b) {
+      uint16_t d;
+      std::memcpy(&d, w.data + size_t(r) * row_bytes + b * block_bytes, 2);
+      if (!(std::fabs(f16_to_float(d)) < 512.f)) return w;
+    }
+  WeightMatrix a = w;
+  a.format = WeightFormat::kAffine;
+  a.gguf_type = GgufType::kF32;
+  a.bits = 8;
+  a.group_size = kQ8_0Block;
+  a.scale_type = ScalarType::kF16;
+  a.tiled = true;
+  const int tiles = (w.rows + kAffineTileRows - 1) / kAffineTileRows;
+  const size_t tile_meta = size_t(blocks) * kAffineTileRows * 2;
+  storage.codes = uncleared_buffer(size_t(tiles) * kAffineTileRows * w.cols);
+  storage.scales = uncleared_buffer(tiles * tile_meta);
+  storage.biases = uncleared_buffer(tiles * tile_meta);
+  a.data = storage.codes.get();
+  a.scales = storage.scales.get();
+  a.biases = storage.biases.get();
+  auto tile_range = [&](size_t first, size_t last) {
+    std::vector<uint8_t> codes(size_t(kAffineTileRows) * w.cols);
+    for (size_t t = first; t < last; ++t) {
+      uint16_t* scales = reinterpret_cast<uint16_t*>(storage.scales.get() + t * tile_meta);
+      uint16_t* biases = reinterpret_cast<uint16_t*>(storage.biases.get() + t * tile_meta);
+      const uint8_t* rows[kAffineTileRows];
+      for (int i = 0; i < kAffineTileRows; ++i) {
+        const int r = int(t) * kAffineTileRows + i;
+        uint8_t* out = codes.data() + size_t(i) * w.cols;
+        rows[i] = out;
+        for (int b = 0; b < blocks; ++b) {
+          uint16_t d = 0, bias = 0;
+          if (r < w.rows) {
+            const uint8_t* block = w.data + size_t(r) * row_bytes + b * block_bytes;
+            std::memcpy(&d, block, 2);
+            bias = float_to_f16(-128.f * f16_to_float(d));
+            for (int j = 0; j < kQ8_0Block; ++j)
+              out[b * kQ8_0Block + j] = uint8_t(int(int8_t(block[2 + j])) + 128);
+          } else {
+            std::memset(out + b * kQ8_0Block, 0, kQ8_0Block);
+          }
+          scales[b * kAffineTileRows + i] = d;
+          biases[b * kAffineTileRows + i] = bias;
+        }
+      }
+      interleave_tile(rows, size_t(w.cols), 8,
+                      storage.codes.get() + t * kAffineTileRows * size_t(w.cols));
+    }
+  };
+  ThreadPool& pool = default_pool();
+  pool.parallel_chunks(size_t(tiles), std::max<size_t>(1, size_t(tiles) / (8 * pool.size())),
+                       tile_range);
+  return a;
 }
 
 WeightMatrix untile_affine_rows(const WeightMatrix& w, int tile, uint8_t* codes, uint8_t* scales,

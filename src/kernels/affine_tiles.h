@@ -45,6 +45,15 @@ struct AffineTileStorage {
 // Dequantizes to exactly the same floats as w.
 WeightMatrix tile_affine_matrix(const WeightMatrix& w, AffineTileStorage& storage);
 
+// GGUF Q8_0 (blocks of 32 int8 codes q and an f16 scale d, w = d q) is the affine 8-bit format
+// with codes q + 128, groups of 32, f16 scales d and biases -128 d, exactly (-128 d is exact in
+// f16 below |d| = 512): such matrices are tiled as that.
+constexpr int kQ8_0Block = 32;
+bool q8_0_tiles_supported(const WeightMatrix& w);
+// The tiled affine matrix with w's values (format kAffine), or w itself when a scale is too
+// large for the exact conversion.
+WeightMatrix tile_q8_0_matrix(const WeightMatrix& w, AffineTileStorage& storage);
+
 // Rows 16 * tile .. 16 * tile + 15 of a tiled matrix as a row-major matrix of 16 rows, written
 // to `codes` (16 * row_bytes()), `scales` and `biases` (16 * groups_per_row() each, of the
 // scale type); rows past the matrix are zero.

@@ -81,6 +81,32 @@ std::vector<MappedBytes> tensors_in_file_order(const GgufFile& file) {
   return out;
 }
 
+// Copies the decode matrices into tiles (model/weight_tiling.h), reading them from the file,
+// then reads the rest in.
+void tile_and_page_in(ModelWeights& weights, const std::vector<MappedBytes>& tensors,
+                      const LoadProgress& progress) {
+  if (!affine_tiles_enabled()) return page_in_tensors(tensors, progress);
+  std::vector<ByteRange> mapped;
+  uint64_t total = 0;
+  for (const MappedBytes& t : tensors) {
+    mapped.push_back({t.data, t.bytes});
+    total += t.bytes;
+  }
+  if (progress) progress(0, total);
+  const std::vector<ByteRange> copied = tile_affine_weights(weights, mapped, [&](uint64_t done) {
+    if (progress) progress(done, total);
+  });
+  std::vector<MappedBytes> rest;
+  uint64_t done = 0;
+  for (const MappedBytes& t : tensors) {
+    if (covered_by({t.data, t.bytes}, copied))
+      done += t.bytes;
+    else
+      rest.push_back(t);
+  }
+  page_in_tensors(rest, progress, done, done);
+}
+
 }  // namespace
 
 std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgress& progress) {
@@ -92,7 +118,7 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
     model->config_ = gguf_model_config(*file);
     model->weights_ = load_gguf_weights(*file, model->config_);
     file->release_metadata();
-    page_in_tensors(tensors_in_file_order(*file), progress);
+    tile_and_page_in(model->weights_, tensors_in_file_order(*file), progress);
     model->gguf_ = std::move(file);
     return model;
   }
@@ -110,32 +136,7 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
       model->weights_ = load_qwen3_weights(*model->store_, model->config_);
       break;
   }
-  const std::vector<MappedBytes> tensors = tensors_in_file_order(*model->store_);
-  if (!affine_tiles_enabled()) {
-    page_in_tensors(tensors, progress);
-    return model;
-  }
-  // The decode matrices are copied into tiles (reading them from the file), the rest read in.
-  std::vector<ByteRange> mapped;
-  uint64_t total = 0;
-  for (const MappedBytes& t : tensors) {
-    mapped.push_back({t.data, t.bytes});
-    total += t.bytes;
-  }
-  if (progress) progress(0, total);
-  const std::vector<ByteRange> copied =
-      tile_affine_weights(model->weights_, mapped, [&](uint64_t done) {
-        if (progress) progress(done, total);
-      });
-  std::vector<MappedBytes> rest;
-  uint64_t done = 0;
-  for (const MappedBytes& t : tensors) {
-    if (covered_by({t.data, t.bytes}, copied))
-      done += t.bytes;
-    else
-      rest.push_back(t);
-  }
-  page_in_tensors(rest, progress, done, done);
+  tile_and_page_in(model->weights_, tensors_in_file_order(*model->store_), progress);
   return model;
 }
 

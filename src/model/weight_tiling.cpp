@@ -36,10 +36,12 @@ void for_each_matrix(ModelWeights& w, bool with_experts, F&& f) {
   }
 }
 
-// The bytes a row-major affine matrix is stored in: codes, scales, biases.
+// The bytes a stored matrix takes: codes (with their scales, for GGUF), affine scales, biases.
 std::vector<ByteRange> stored_ranges(const WeightMatrix& m) {
+  const ByteRange codes{m.data, size_t(m.rows) * m.row_bytes()};
+  if (!m.quantized()) return {codes};
   const size_t meta = size_t(m.rows) * m.groups_per_row() * scalar_size(m.scale_type);
-  return {{m.data, size_t(m.rows) * m.row_bytes()}, {m.scales, meta}, {m.biases, meta}};
+  return {codes, {m.scales, meta}, {m.biases, meta}};
 }
 
 // Gives the whole pages inside r back to the kernel. Only for ranges of a read-only file
@@ -77,14 +79,18 @@ std::vector<ByteRange> tile_affine_weights(ModelWeights& weights,
   std::map<const uint8_t*, WeightMatrix> tiled;  // by source codes: a tied head is the embedding
   uint64_t done = 0;
   for_each_matrix(weights, false, [&](WeightMatrix& m) {
-    if (!affine_tiles_supported(m)) return;
+    const bool q8_0 = q8_0_tiles_supported(m);
+    if (!affine_tiles_supported(m) && !q8_0) return;
     auto it = tiled.find(m.data);
     if (it != tiled.end()) {
       m = it->second;
       return;
     }
     const WeightMatrix source = m;
-    m = tile_affine_matrix(source, weights.tiles.emplace_back());
+    AffineTileStorage storage;
+    m = q8_0 ? tile_q8_0_matrix(source, storage) : tile_affine_matrix(source, storage);
+    if (!m.tiled) return;  // a Q8_0 scale too large for the exact conversion
+    weights.tiles.push_back(std::move(storage));
     tiled.emplace(source.data, m);
     for (const ByteRange& r : stored_ranges(source)) {
       copied.push_back(r);

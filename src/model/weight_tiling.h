@@ -1,6 +1,6 @@
-// Tiling a loaded model's affine matrices (kernels/affine_tiles.h) for the decode GEMV: every
-// 4- and 8-bit matrix a decode step reads (the routed experts excepted: the few-token expert
-// kernel reads them row by row) is copied into 16-row tiles, and the pages of the file it was
+// Tiling a loaded model's matrices (kernels/affine_tiles.h) for the decode GEMV: every MLX 4- and
+// 8-bit and GGUF Q8_0 matrix a decode step reads (the routed experts excepted: the few-token
+// expert kernel reads them row by row) is copied into 16-row tiles, and the pages of the file it was
 // read from are given back, so the model still takes its size once in memory.
 #pragma once
 

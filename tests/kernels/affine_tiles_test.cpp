@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "gguf_block_samples.h"
 #include "test_util.h"
 #include "tiny_model.h"
 
@@ -71,6 +73,36 @@ TEST(AffineTilesTest, DequantizesToTheStoredFloats) {
       dequantize_rows(t, 9, 21, window.data());
       EXPECT_TRUE(std::equal(window.begin(), window.end(), expected.begin() + size_t(9) * sh.cols));
     }
+  }
+}
+
+// A GGUF Q8_0 matrix becomes the tiled 8-bit affine matrix of the same values (codes + 128,
+// bias -128 d), dequantizing to exactly GGUF's floats; a scale too large for that stays as it is.
+TEST(AffineTilesTest, Q8_0MatricesAreTiledAsAffineWithTheSameValues) {
+  for (auto [rows, cols] : {std::pair{37, 96}, {16, 512}, {3, 32}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    std::vector<uint8_t> blocks =
+        testing::random_gguf_blocks(GgufType::kQ8_0, size_t(rows) * cols, rows);
+    WeightMatrix q;
+    q.format = WeightFormat::kGguf;
+    q.gguf_type = GgufType::kQ8_0;
+    q.rows = rows;
+    q.cols = cols;
+    q.data = blocks.data();
+    ASSERT_TRUE(q8_0_tiles_supported(q));
+    AffineTileStorage storage;
+    const WeightMatrix t = tile_q8_0_matrix(q, storage);
+    ASSERT_TRUE(t.tiled);
+    EXPECT_EQ(t.format, WeightFormat::kAffine);
+    std::vector<float> expected(size_t(rows) * cols), got(expected.size());
+    dequantize_rows(q, 0, rows, expected.data());
+    dequantize_rows(t, 0, rows, got.data());
+    EXPECT_EQ(got, expected);
+    // One block's scale at 600: -128 d overflows f16, so the matrix is left as GGUF.
+    const uint16_t big = float_to_f16(600.f);
+    std::memcpy(blocks.data() + gguf_bytes(GgufType::kQ8_0, cols) + 34, &big, 2);
+    AffineTileStorage unused;
+    EXPECT_FALSE(tile_q8_0_matrix(q, unused).tiled);
   }
 }
 

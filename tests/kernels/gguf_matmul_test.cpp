@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "gguf_block_samples.h"
+#include "kernels/affine_tiles.h"
 #include "kernels/gguf_gemv.h"
 #include "kernels/matmul.h"
 #include "kernels/weight_matrix.h"
@@ -51,10 +52,16 @@ TEST_P(GgufMatmulTest, MatmulMatchesDecodedProduct) {
   const GgufType t = GetParam();
   const int rows = 23, cols = 768;
   auto bytes = random_gguf_blocks(t, size_t(rows) * cols, 2);
-  WeightMatrix m = gguf_matrix(t, rows, cols, bytes);
+  const WeightMatrix stored = gguf_matrix(t, rows, cols, bytes);
   std::vector<float> w(size_t(rows) * cols);
-  dequantize_rows(m, 0, rows, w.data());
+  dequantize_rows(stored, 0, rows, w.data());
+  // Q8_0 also as models load it: tiled as 8-bit affine (kernels/affine_tiles.h).
+  AffineTileStorage storage;
+  std::vector<WeightMatrix> layouts{stored};
+  if (q8_0_tiles_supported(stored)) layouts.push_back(tile_q8_0_matrix(stored, storage));
+  for (const WeightMatrix& m : layouts)
   for (int T : {1, 3, 8}) {
+    SCOPED_TRACE(m.tiled ? "tiled" : "stored");
     auto x = random_vector(size_t(T) * cols, 5 + T);
     std::vector<double> expected(size_t(T) * rows);
     for (int s = 0; s < T; ++s)
@@ -67,7 +74,7 @@ TEST_P(GgufMatmulTest, MatmulMatchesDecodedProduct) {
     std::vector<float> y(size_t(T) * rows);
     matmul(x.data(), T, m, y.data(), T == 1 ? 1 : 0);  // one row: a decode step
     // The fused decode kernels round x to int16 per 32 columns (~2^-16 relative).
-    const bool rounded_x = T == 1 && gguf_gemv_supported(t);
+    const bool rounded_x = T == 1 && (m.tiled || gguf_gemv_supported(t));
     EXPECT_LT(relative_error(y, expected), rounded_x ? 1e-4 : 1e-5)
         << gguf_type_name(t) << " T=" << T;
     if (rounded_x) {

@@ -81,12 +81,13 @@ std::vector<StoredMatrix> every_format(int rows, int cols) {
     if (!s.scales.empty()) s.m.scales = s.scales.data();
     if (!s.biases.empty()) s.m.biases = s.biases.data();
   }
-  // The 4- and 8-bit ones again in 16-row tiles (kernels/affine_tiles.h).
+  // The 4- and 8-bit and Q8_0 ones again in 16-row tiles (kernels/affine_tiles.h).
   const size_t stored = out.size();
   for (size_t i = 0; i < stored; ++i) {
-    if (!affine_tiles_supported(out[i].m)) continue;
+    const bool q8_0 = q8_0_tiles_supported(out[i].m);
+    if (!affine_tiles_supported(out[i].m) && !q8_0) continue;
     StoredMatrix s{out[i].name + " tiled", {}, {}, {}, {}, {}};
-    s.m = tile_affine_matrix(out[i].m, s.tiles);
+    s.m = q8_0 ? tile_q8_0_matrix(out[i].m, s.tiles) : tile_affine_matrix(out[i].m, s.tiles);
     out.push_back(std::move(s));
   }
   return out;
