@@ -131,6 +131,17 @@ std::unique_ptr<uint8_t[]> uncleared_buffer(size_t n) {
   return buffer;
 }
 
+// A tile's [group][16] scales or biases as [16][group] (element type T, 2 or 4 bytes).
+template <typename T>
+void transpose_meta(const uint8_t* tiled, int groups, uint8_t* rows) {
+  for (int g = 0; g < groups; ++g)
+    for (int i = 0; i < kAffineTileRows; ++i) {
+      T v;
+      std::memcpy(&v, tiled + (size_t(g) * kAffineTileRows + i) * sizeof(T), sizeof(T));
+      std::memcpy(rows + (size_t(i) * groups + g) * sizeof(T), &v, sizeof(T));
+    }
+}
+
 }  // namespace
 
 bool affine_tiles_enabled() {
@@ -259,14 +270,14 @@ WeightMatrix untile_affine_rows(const WeightMatrix& w, int tile, uint8_t* codes,
   uint8_t* rows[kAffineTileRows];
   for (int i = 0; i < kAffineTileRows; ++i) rows[i] = codes + size_t(i) * row_bytes;
   deinterleave_tile(w.data + size_t(tile) * kAffineTileRows * row_bytes, row_bytes, w.bits, rows);
-  const size_t tile_meta = size_t(tile) * groups * kAffineTileRows;
-  for (int g = 0; g < groups; ++g)
-    for (int i = 0; i < kAffineTileRows; ++i) {
-      const size_t from = (tile_meta + size_t(g) * kAffineTileRows + i) * meta_size;
-      const size_t to = (size_t(i) * groups + g) * meta_size;
-      std::memcpy(scales + to, w.scales + from, meta_size);
-      std::memcpy(biases + to, w.biases + from, meta_size);
-    }
+  const size_t tile_meta = size_t(tile) * groups * kAffineTileRows * meta_size;
+  if (meta_size == 2) {
+    transpose_meta<uint16_t>(w.scales + tile_meta, groups, scales);
+    transpose_meta<uint16_t>(w.biases + tile_meta, groups, biases);
+  } else {
+    transpose_meta<uint32_t>(w.scales + tile_meta, groups, scales);
+    transpose_meta<uint32_t>(w.biases + tile_meta, groups, biases);
+  }
   WeightMatrix out = w;
   out.tiled = false;
   out.rows = kAffineTileRows;
