@@ -13,12 +13,12 @@
 
 #include "base/error.h"
 #include "base/process.h"
+#include "kernels/affine_tiles.h"
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
 #include "model/architectures.h"
 #include "model/gguf_file.h"
 #include "model/gguf_weights.h"
-#include "kernels/affine_tiles.h"
 #include "model/weight_tiling.h"
 
 namespace qmlx {

@@ -59,22 +59,36 @@ bool inside(const uint8_t* p, const ByteRange& r) {
 
 }  // namespace
 
-bool covered_by(const ByteRange& r, const std::vector<ByteRange>& ranges) {
-  std::vector<ByteRange> sorted = ranges;
-  std::sort(sorted.begin(), sorted.end(),
+std::vector<ByteRange> merged(std::vector<ByteRange> ranges) {
+  std::sort(ranges.begin(), ranges.end(),
             [](const ByteRange& a, const ByteRange& b) { return a.data < b.data; });
-  const uint8_t* reached = r.data;  // [r.data, reached) is covered
-  for (const ByteRange& s : sorted) {
-    if (s.data > reached) break;
-    reached = std::max(reached, s.data + s.bytes);
-    if (reached >= r.data + r.bytes) return true;
+  std::vector<ByteRange> out;
+  for (const ByteRange& r : ranges) {
+    if (r.bytes == 0) continue;
+    if (!out.empty() && r.data <= out.back().data + out.back().bytes) {
+      const uint8_t* end = std::max(out.back().data + out.back().bytes, r.data + r.bytes);
+      out.back().bytes = size_t(end - out.back().data);
+    } else {
+      out.push_back(r);
+    }
   }
-  return r.bytes == 0;
+  return out;
+}
+
+bool covered_by(const ByteRange& r, const std::vector<ByteRange>& ranges) {
+  if (r.bytes == 0) return true;
+  // The last range starting at or before r: the only one that can hold r's first byte.
+  auto after = std::upper_bound(ranges.begin(), ranges.end(), r.data,
+                                [](const uint8_t* p, const ByteRange& s) { return p < s.data; });
+  if (after == ranges.begin()) return false;
+  const ByteRange& s = *(after - 1);
+  return r.data + r.bytes <= s.data + s.bytes;
 }
 
 std::vector<ByteRange> tile_affine_weights(ModelWeights& weights,
                                            const std::vector<ByteRange>& mapped,
                                            const std::function<void(uint64_t)>& progress) {
+  const std::vector<ByteRange> files = merged(mapped);
   std::vector<ByteRange> copied;
   std::map<const uint8_t*, WeightMatrix> tiled;  // by source codes: a tied head is the embedding
   uint64_t done = 0;
@@ -95,23 +109,21 @@ std::vector<ByteRange> tile_affine_weights(ModelWeights& weights,
     for (const ByteRange& r : stored_ranges(source)) {
       copied.push_back(r);
       done += r.bytes;
-      for (const ByteRange& file : mapped)
-        if (inside(r.data, file)) release_pages(r);
+      if (covered_by(r, files)) release_pages(r);
     }
     if (progress) progress(done);
   });
   // Owned copies (rows re-ordered at load) that were tiled are no longer read.
-  std::vector<const uint8_t*> in_use;
+  std::vector<ByteRange> owned;
+  for (const std::vector<uint8_t>& buffer : weights.owned) owned.push_back({buffer.data(), buffer.size()});
+  std::vector<bool> in_use(owned.size(), false);
   for_each_matrix(weights, true, [&](WeightMatrix& m) {
-    in_use.insert(in_use.end(), {m.data, m.scales, m.biases});
+    for (const uint8_t* p : {m.data, m.scales, m.biases})
+      for (size_t i = 0; i < owned.size(); ++i) in_use[i] = in_use[i] || inside(p, owned[i]);
   });
-  for (std::vector<uint8_t>& buffer : weights.owned) {
-    const ByteRange range{buffer.data(), buffer.size()};
-    if (std::none_of(in_use.begin(), in_use.end(),
-                     [&](const uint8_t* p) { return inside(p, range); }))
-      std::vector<uint8_t>().swap(buffer);
-  }
-  return copied;
+  for (size_t i = 0; i < owned.size(); ++i)
+    if (!in_use[i]) std::vector<uint8_t>().swap(weights.owned[i]);
+  return merged(std::move(copied));
 }
 
 }  // namespace qmlx

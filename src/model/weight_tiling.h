@@ -22,12 +22,15 @@ struct ByteRange {
 // Tiles the eligible matrices of `weights` (a tied head and embedding once), reporting the
 // source bytes read so far. Ranges inside `mapped` (the checkpoint's mapping) are released
 // once copied; owned copies nothing points into any more are freed. Returns the source ranges
-// copied (every one of them, mapped or not).
+// copied (every one of them, mapped or not), merged().
 std::vector<ByteRange> tile_affine_weights(ModelWeights& weights,
                                            const std::vector<ByteRange>& mapped,
                                            const std::function<void(uint64_t)>& progress);
 
-// True when [r.data, r.data + r.bytes) lies inside the union of `ranges`.
+// The union of `ranges` as sorted, disjoint ranges.
+std::vector<ByteRange> merged(std::vector<ByteRange> ranges);
+
+// True when [r.data, r.data + r.bytes) lies inside `ranges` (merged()): a binary search.
 bool covered_by(const ByteRange& r, const std::vector<ByteRange>& ranges);
 
 }  // namespace qmlx
