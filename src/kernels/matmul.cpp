@@ -1,6 +1,7 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "base/thread_pool.h"
@@ -60,19 +61,35 @@ struct MatmulJob {
   int prompt_rows;  // rows [0, prompt_rows) are prompt rows, the rest generated rows
   const WeightMatrix& w;
   GemvKind kind;
-  std::vector<Int16Activations> gemv_inputs;  // one per generated row (fused kernels only)
+  std::vector<Int16Activations> own_inputs;  // one per generated row (fused kernels only)
+  const std::vector<Int16Activations>* gemv_inputs = &own_inputs;
   float* y;
 
-  MatmulJob(const float* x_, int T_, int generated_rows, const WeightMatrix& w_, float* y_)
+  // `same_input`: a job over the same x whose prepared rows this one can use, if they fit.
+  MatmulJob(const float* x_, int T_, int generated_rows, const WeightMatrix& w_, float* y_,
+            const MatmulJob* same_input = nullptr)
       : x(x_), T(T_), w(w_), kind(gemv_kind(w_)), y(y_) {
     prompt_rows = T - generated_rows;
+    if (same_input != nullptr && same_input->prepares_input_like(*this)) {
+      gemv_inputs = same_input->gemv_inputs;
+      return;
+    }
     for (int t = prompt_rows; t < T; ++t) {
       const float* row = x + size_t(t) * w.cols;
       if (kind == GemvKind::kAffine)
-        gemv_inputs.push_back(prepare_affine_gemv_input(row, w));
+        own_inputs.push_back(prepare_affine_gemv_input(row, w));
       else if (kind == GemvKind::kGguf)
-        gemv_inputs.push_back(prepare_gguf_gemv_input(row, w.cols));
+        own_inputs.push_back(prepare_gguf_gemv_input(row, w.cols));
     }
+  }
+  MatmulJob(const MatmulJob&) = delete;
+
+  // Whether `other`'s generated rows are prepared exactly as this job's would be.
+  bool prepares_input_like(const MatmulJob& other) const {
+    if (kind != other.kind || w.cols != other.w.cols || kind == GemvKind::kRowByRow) return false;
+    if (kind == GemvKind::kGguf) return true;
+    const bool nibbles = w.bits == 4 && !w.tiled, other_nibbles = other.w.bits == 4 && !other.w.tiled;
+    return w.group_size == other.w.group_size && nibbles == other_nibbles;
   }
 
   int generated_rows() const { return T - prompt_rows; }
@@ -82,11 +99,11 @@ struct MatmulJob {
     if (generated_rows() == 0) return;
     // One pass over the weights for every generated row (kernels/affine_gemv.h, gguf_gemv.h).
     if (kind == GemvKind::kAffine) {
-      return affine_gemv_rows(gemv_inputs.data(), generated_rows(), w, begin, end,
+      return affine_gemv_rows(gemv_inputs->data(), generated_rows(), w, begin, end,
                               y + size_t(prompt_rows) * w.rows, w.rows);
     }
     if (kind == GemvKind::kGguf) {
-      return gguf_gemv_rows(gemv_inputs.data(), generated_rows(), w, begin, end,
+      return gguf_gemv_rows(gemv_inputs->data(), generated_rows(), w, begin, end,
                             y + size_t(prompt_rows) * w.rows, w.rows);
     }
     // The other formats: blocks of weight rows small enough to stay in L2 across the
@@ -127,6 +144,32 @@ void matmul(const float* x, int T, const WeightMatrix& w, float* y, int generate
   // A whole number of grains: prefill chunks then end on 16-row panel boundaries.
   const size_t grains = size_t(w.rows) / (size_t(pool.size()) * kChunksPerThread * grain);
   pool.parallel_chunks(w.rows, std::max<size_t>(1, grains) * grain, run);
+}
+
+void matmul_many(const float* x, int T, std::span<const MatmulOutput> outputs,
+                 int generated_rows) {
+  if (T <= 0 || outputs.empty()) return;
+  std::vector<std::unique_ptr<MatmulJob>> jobs;
+  for (const MatmulOutput& o : outputs)
+    jobs.push_back(std::make_unique<MatmulJob>(x, T, generated_rows, *o.w, o.y,
+                                               jobs.empty() ? nullptr : jobs.front().get()));
+  // Every matrix cut into chunks as matmul() cuts it, all claimed from one list.
+  struct Task {
+    const MatmulJob* job;
+    int begin, end;
+  };
+  std::vector<Task> tasks;
+  ThreadPool& pool = default_pool();
+  for (const auto& job : jobs) {
+    const size_t grain = job->grain(), rows = size_t(job->w.rows);
+    const size_t chunk =
+        std::max<size_t>(1, rows / (size_t(pool.size()) * kChunksPerThread * grain)) * grain;
+    for (size_t b = 0; b < rows; b += chunk)
+      tasks.push_back({job.get(), int(b), int(std::min(rows, b + chunk))});
+  }
+  pool.parallel_chunks(tasks.size(), 1, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) tasks[i].job->run(tasks[i].begin, tasks[i].end);
+  });
 }
 
 void matmul_serial(const float* x, int T, const WeightMatrix& w, float* y, int generated_rows) {

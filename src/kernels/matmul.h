@@ -11,6 +11,8 @@
 // Work is split over output rows on default_pool(); a split never changes a row's arithmetic.
 #pragma once
 
+#include <span>
+
 #include "kernels/weight_matrix.h"
 
 namespace qmlx {
@@ -18,6 +20,17 @@ namespace qmlx {
 // generated_rows: the LAST generated_rows of the T rows are generated rows, the rest prompt rows.
 // x: [T][w.cols], y: [T][w.rows] (overwritten).
 void matmul(const float* x, int T, const WeightMatrix& w, float* y, int generated_rows);
+
+// One input times several matrices with its columns (the projections of a layer that read the
+// same rows): exactly a matmul() per matrix, with the generated rows prepared once when the
+// matrices take them alike, and one split over all their rows, so the small ones (Gated
+// DeltaNet's b and a: one 16-row chunk each) do not leave a core waiting alone.
+struct MatmulOutput {
+  const WeightMatrix* w;
+  float* y;  // [T][w->rows]
+};
+void matmul_many(const float* x, int T, std::span<const MatmulOutput> outputs,
+                 int generated_rows);
 
 // The same on one thread (callers that already parallelise over experts or heads).
 void matmul_serial(const float* x, int T, const WeightMatrix& w, float* y, int generated_rows);

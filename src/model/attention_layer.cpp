@@ -44,9 +44,8 @@ void attention_layer(const AttentionWeights& w, const ModelConfig& c, const floa
   const int q_width = w.q.rows;  // Nh*D, or Nh*2D when gated
   std::vector<float> projected(size_t(T) * q_width), q(size_t(T) * Nh * D),
       gate(gated ? size_t(T) * Nh * D : 0), k(size_t(T) * Nkv * D), v(size_t(T) * Nkv * D);
-  matmul(x, T, w.q, projected.data(), G);
-  matmul(x, T, w.k, k.data(), G);
-  matmul(x, T, w.v, v.data(), G);
+  const MatmulOutput projections[] = {{&w.q, projected.data()}, {&w.k, k.data()}, {&w.v, v.data()}};
+  matmul_many(x, T, projections, G);
 
   for (int t = 0; t < T; ++t) {
     for (int h = 0; h < Nh; ++h) {

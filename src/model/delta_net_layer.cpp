@@ -63,10 +63,9 @@ void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float
   const int T = rows.total, G = rows.generated;
   const float eps = c.rms_norm_eps;
   std::vector<float> qkv(size_t(T) * CD), z(size_t(T) * VD), b(size_t(T) * Hv), a(size_t(T) * Hv);
-  matmul(x, T, w.qkv, qkv.data(), G);
-  matmul(x, T, w.z, z.data(), G);
-  matmul(x, T, w.b, b.data(), G);
-  matmul(x, T, w.a, a.data(), G);
+  const MatmulOutput projections[] = {
+      {&w.qkv, qkv.data()}, {&w.z, z.data()}, {&w.b, b.data()}, {&w.a, a.data()}};
+  matmul_many(x, T, projections, G);
 
   std::vector<float> conv(size_t(T) * CD);
   for (const SequenceRows& s : rows.sequences) {

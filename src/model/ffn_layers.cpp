@@ -17,8 +17,8 @@ namespace qmlx {
 void mlp_layer(const MlpWeights& w, const float* x, int T, int generated_rows, float* out) {
   const int I = w.gate.rows;
   std::vector<float> gate(size_t(T) * I), up(size_t(T) * I);
-  matmul(x, T, w.gate, gate.data(), generated_rows);
-  matmul(x, T, w.up, up.data(), generated_rows);
+  const MatmulOutput projections[] = {{&w.gate, gate.data()}, {&w.up, up.data()}};
+  matmul_many(x, T, projections, generated_rows);
   silu_mul(gate.data(), up.data(), gate.size());
   matmul(gate.data(), T, w.down, out, generated_rows);
 }

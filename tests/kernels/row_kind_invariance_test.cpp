@@ -143,6 +143,34 @@ TEST(RowKindInvarianceTest, MatmulRowsDoNotDependOnTheirCall) {
   }
 }
 
+// matmul_many (several matrices over one input) gives each matrix exactly matmul()'s rows, in
+// any mix of formats, whether or not the matrices can share the prepared generated rows.
+TEST(RowKindInvarianceTest, ManyMatricesOverOneInputAreEachTheirOwnMatmul) {
+  const int cols = 512;
+  const std::vector<StoredMatrix> big = every_format(70, cols), small = every_format(21, cols);
+  const size_t n = big.size();
+  for (size_t i = 0; i < n; ++i) {
+    const WeightMatrix* ws[] = {&big[i].m, &small[(i + 1) % n].m, &big[(i + 3) % n].m,
+                                &small[i].m};
+    SCOPED_TRACE(big[i].name + ", " + small[(i + 1) % n].name + ", " + big[(i + 3) % n].name);
+    for (auto [T, generated] : {std::pair{5, 2}, {3, 3}, {1, 1}, {4, 0}}) {
+      const auto x = random_vector(size_t(T) * cols, 40 + T);
+      std::vector<std::vector<float>> together(4), alone(4);
+      std::vector<MatmulOutput> outputs;
+      for (int j = 0; j < 4; ++j) {
+        together[j].resize(size_t(T) * ws[j]->rows);
+        alone[j].resize(together[j].size());
+        outputs.push_back({ws[j], together[j].data()});
+        matmul(x.data(), T, *ws[j], alone[j].data(), generated);
+      }
+      matmul_many(x.data(), T, outputs, generated);
+      for (int j = 0; j < 4; ++j)
+        ASSERT_TRUE(same_bits(together[j].data(), alone[j].data(), alone[j].size()))
+            << "matrix " << j << ", T " << T << ", " << generated << " generated";
+    }
+  }
+}
+
 // The decode GEMV's two instruction sets (AVX2 and AVX-512 VNNI) give the same bits for every
 // affine width and group size, with whole blocks of 8 groups and a tail, for any number of rows
 // per call: a checkpoint taken on one machine continues exactly on another.
