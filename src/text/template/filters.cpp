@@ -25,6 +25,7 @@ Value lookup_path(const Value& item, const Value& path) {
   Value current = item;
   for (const auto& part : py::split(path.as_string(), std::string("."), -1)) {
     bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
+    if (numeric && part.size() > 18) throw Error("index " + part + " out of range");
     current = numeric ? get_item(current, Value(static_cast<int64_t>(std::stoll(part))))
                       : get_item(current, Value(part));
   }
@@ -234,14 +235,16 @@ std::optional<double> parse_float(const std::string& text) {
 Value filter_int(const Value& value, Arguments& args) {
   BoundArguments a("int", args, {"default", "base"});
   Value fallback = a.get_or(0, Value(int64_t{0}));
-  if (value.is_float()) return Value(static_cast<int64_t>(value.as_float()));
+  // jinja2 answers the default for NaN (int() raises ValueError, which it catches).
+  if (value.is_float())
+    return std::isnan(value.as_float()) ? fallback : Value(float_to_int(value.as_float()));
   if (value.is_int() || value.is_bool()) return Value(value.as_int());
   if (!value.is_string()) return fallback;
   std::string trimmed = py::strip(value.as_string(), std::nullopt, true, true);
   char* end = nullptr;
   long long parsed = std::strtoll(trimmed.c_str(), &end, static_cast<int>(a.int_or(1, 10)));
   if (!trimmed.empty() && end == trimmed.c_str() + trimmed.size()) return Value(int64_t{parsed});
-  if (auto f = parse_float(trimmed)) return Value(static_cast<int64_t>(*f));
+  if (auto f = parse_float(trimmed)) return std::isnan(*f) ? fallback : Value(float_to_int(*f));
   return fallback;
 }
 
@@ -257,8 +260,10 @@ Value filter_float(const Value& value, Arguments& args) {
 Value filter_abs(const Value& value, Arguments& args) {
   BoundArguments("abs", args, {});
   if (value.is_float()) return Value(std::fabs(value.as_float()));
-  if (value.is_int() || value.is_bool())
+  if (value.is_int() || value.is_bool()) {
+    if (value.as_int() == INT64_MIN) throw Error("integer overflow in abs()");
     return Value(static_cast<int64_t>(std::llabs(value.as_int())));
+  }
   throw Error("bad operand type for abs(): '" + value.type_name() + "'");
 }
 

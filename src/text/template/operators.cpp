@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "base/error.h"
 #include "text/template/py_format.h"
@@ -17,13 +18,34 @@ namespace {
               right.type_name() + "'");
 }
 
+// Python's integers have no bound; a template's int64 ones do, so an overflow is an error
+// (never undefined behaviour or a wrapped value).
+[[noreturn]] void overflow(const std::string& op) {
+  throw Error("integer overflow in '" + op + "' (template integers are 64-bit)");
+}
+
+
+// x ** y for y >= 0 by squaring: 2 ** (2 ** 62) fails at once instead of looping 2^62 times.
+int64_t power(int64_t x, int64_t y) {
+  int64_t result = 1;
+  while (y > 0) {
+    if ((y & 1) && __builtin_mul_overflow(result, x, &result)) overflow("**");
+    y >>= 1;
+    // x * x is needed only while bits of y remain, and then its overflow is the result's.
+    if (y > 0 && __builtin_mul_overflow(x, x, &x)) overflow("**");
+  }
+  return result;
+}
+
 int64_t floor_div(int64_t a, int64_t b) {
+  if (a == INT64_MIN && b == -1) overflow("//");
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 
 int64_t floor_mod(int64_t a, int64_t b) {
+  if (b == -1) return 0;  // INT64_MIN % -1 traps in C++
   int64_t r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
@@ -73,14 +95,17 @@ Value numeric(const std::string& op, const Value& a, const Value& b) {
   }
   int64_t x = a.as_int(), y = b.as_int();
   if ((op == "//" || op == "%") && y == 0) throw Error("integer division or modulo by zero");
-  if (op == "+") return Value(x + y);
-  if (op == "-") return Value(x - y);
-  if (op == "*") return Value(x * y);
+  int64_t r = 0;
+  if (op == "+" || op == "-" || op == "*") {
+    const bool overflowed = op == "+"   ? __builtin_add_overflow(x, y, &r)
+                            : op == "-" ? __builtin_sub_overflow(x, y, &r)
+                                        : __builtin_mul_overflow(x, y, &r);
+    if (overflowed) overflow(op);
+    return Value(r);
+  }
   if (op == "//") return Value(floor_div(x, y));
   if (op == "%") return Value(floor_mod(x, y));
-  int64_t result = 1;
-  for (int64_t i = 0; i < y; ++i) result *= x;
-  return Value(result);
+  return Value(power(x, y));
 }
 
 // Python's `%` string formatting for the %s / %d / %r / %% conversions templates use.
@@ -109,7 +134,7 @@ Value percent_format(const std::string& format, const Value& arguments) {
       out += py::repr(value);
     } else if (conversion == 'd' || conversion == 'i') {
       if (!value.is_number()) throw Error("%d format: a number is required");
-      out += std::to_string(value.is_float() ? static_cast<int64_t>(value.as_float())
+      out += std::to_string(value.is_float() ? float_to_int(value.as_float())
                                              : value.as_int());
     } else {
       throw Error(std::string("unsupported format character '") + conversion + "'");
@@ -144,9 +169,21 @@ Value binary_operation(const std::string& op, const Value& left, const Value& ri
   unsupported(op, left, right);
 }
 
+int64_t float_to_int(double x) {
+  // -2^63 and 2^63 are exact doubles; every double in [-2^63, 2^63) truncates into int64.
+  if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0)) {
+    throw Error(std::isnan(x) ? "cannot convert float NaN to integer"
+                              : "float too large to convert to a template integer");
+  }
+  return static_cast<int64_t>(x);
+}
+
 Value negate(const Value& operand) {
   if (operand.is_float()) return Value(-operand.as_float());
-  if (operand.is_int() || operand.is_bool()) return Value(-operand.as_int());
+  if (operand.is_int() || operand.is_bool()) {
+    if (operand.as_int() == INT64_MIN) overflow("-");
+    return Value(-operand.as_int());
+  }
   if (operand.is_undefined()) throw Error(operand.undefined_hint());
   throw Error("bad operand type for unary -: '" + operand.type_name() + "'");
 }

@@ -15,6 +15,10 @@ namespace qmlx::jinja {
 Value binary_operation(const std::string& op, const Value& left, const Value& right);
 Value negate(const Value& operand);
 
+// int(x) for a float: truncated toward zero; throws qmlx::Error for NaN, infinities and values
+// outside int64 (Python raises there too; a plain cast would be undefined behaviour).
+int64_t float_to_int(double x);
+
 // Python ordering (<0, 0, >0) for numbers, strings and sequences; throws if unordered.
 int compare_values(const Value& left, const Value& right);
 bool compare(const std::string& op, const Value& left, const Value& right);

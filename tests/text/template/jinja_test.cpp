@@ -64,6 +64,28 @@ TEST(JinjaTest, OperatorsFollowPython) {
   EXPECT_EQ(render("{{ '%s-%d' % ('a', 3) }} {{ '%s'|format('x') }}"), "a-3 x");
 }
 
+// Python's integers are unbounded, the template's are 64-bit: an overflow is an error, never a
+// wrapped value, undefined behaviour (found by the template fuzzer) or, for **, a loop of 2^62
+// multiplications.
+TEST(JinjaTest, IntegerOverflowIsAnError) {
+  EXPECT_EQ(render("{{ 2 ** 62 }} {{ (-2) ** 63 }} {{ 1 ** 9223372036854775807 }} "
+                   "{{ 0 ** 9223372036854775807 }} {{ 7 // -1 }} {{ 7 % -1 }}"),
+            "4611686018427387904 -9223372036854775808 1 0 -7 0");
+  for (const char* source : {"{{ 9223372036854775807 + 1 }}", "{{ -9223372036854775807 - 2 }}",
+                             "{{ 775807 * 9223372036854775807 }}", "{{ 2 ** 63 }}",
+                             "{{ 3 ** 9223372036854775807 }}",
+                             "{{ (-9223372036854775807 - 1) // -1 }}",
+                             "{{ -(-9223372036854775807 - 1) }}"}) {
+    EXPECT_NE(error_of(source).find("integer overflow"), std::string::npos) << source;
+  }
+  // Floats become integers only where int64 holds them (a cast would be undefined behaviour).
+  EXPECT_EQ(render("{{ 1e18|int }} {{ -2.5|int }} {{ '%d' % 3.9 }} {{ 'nan'|float|int }}"),
+            "1000000000000000000 -2 3 0");
+  for (const char* source : {"{{ 1e19|int }}", "{{ (1e308 * 10)|int }}", "{{ '%d' % 1e300 }}"})
+    EXPECT_NE(error_of(source), "(no error)") << source;
+  EXPECT_NE(error_of("{{ (-9223372036854775807 - 1)|abs }}").find("overflow"), std::string::npos);
+}
+
 TEST(JinjaTest, IfElifElse) {
   const std::string source = "{% if x > 2 %}big{% elif x > 1 %}mid{% else %}small{% endif %}";
   EXPECT_EQ(render(source, {{"x", 3}}), "big");
