@@ -34,10 +34,6 @@ void unpack_bits(const uint8_t* src, int n, int bits, uint8_t* dst) {
 }  // namespace
 
 const uint8_t* unpack_group_codes(const WeightMatrix& w, int r, int g, uint8_t* scratch) {
-  if (w.tiled) {
-    tiled_group_codes(w, r, g, scratch);
-    return scratch;
-  }
   // group_size * bits is a multiple of 32, so every group starts on a byte boundary.
   const uint8_t* src = w.data + size_t(r) * w.row_bytes() + size_t(g) * w.group_size * w.bits / 8;
   switch (w.bits) {
@@ -58,10 +54,7 @@ void dequantize_affine_groups(const WeightMatrix& w, int r, int g0, int g1, floa
   const ScalarType scale_type = w.scale_type;
   const uint8_t* scales = w.scales;
   const uint8_t* biases = w.biases;
-  const bool tiled = w.tiled;
-  // Group g's scale and bias are at meta + g * meta_step.
-  const size_t meta = tiled ? tiled_meta_index(w, r, 0) : size_t(r) * w.groups_per_row();
-  const size_t meta_step = tiled ? kAffineTileRows : 1;
+  const size_t meta = size_t(r) * w.groups_per_row();
   const uint8_t* row = w.data + size_t(r) * w.row_bytes();
   const size_t group_bytes = size_t(group_size) * bits / 8;
   // The 8 codes of a 4-bit word sit at bits 4c (LSB first).
@@ -69,12 +62,12 @@ void dequantize_affine_groups(const WeightMatrix& w, int r, int g0, int g1, floa
   const __m256i nibble = _mm256_set1_epi32(0x0f);
   uint8_t scratch[128];
   for (int g = g0; g < g1; ++g, out += group_size) {
-    const __m256 vs = _mm256_set1_ps(load_scalar(scales, scale_type, meta + g * meta_step));
-    const __m256 vb = _mm256_set1_ps(load_scalar(biases, scale_type, meta + g * meta_step));
+    const __m256 vs = _mm256_set1_ps(load_scalar(scales, scale_type, meta + g));
+    const __m256 vb = _mm256_set1_ps(load_scalar(biases, scale_type, meta + g));
     const uint8_t* src = row + size_t(g) * group_bytes;
-    // Row-major 4-bit codes are decoded in registers and 8-bit ones are bytes already (read in
-    // place, no call); other widths and tiled rows are unpacked to bytes first.
-    if (bits == 4 && !tiled) {
+    // 4-bit codes are decoded in registers; 8-bit ones are bytes already (read in place, no
+    // call), the other widths are unpacked to bytes first.
+    if (bits == 4) {
       for (int i = 0; i < group_size; i += 8) {
         uint32_t word;
         std::memcpy(&word, src + i / 2, 4);
@@ -84,7 +77,7 @@ void dequantize_affine_groups(const WeightMatrix& w, int r, int g0, int g1, floa
       }
       continue;
     }
-    const uint8_t* q = bits == 8 && !tiled ? src : unpack_group_codes(w, r, g, scratch);
+    const uint8_t* q = bits == 8 ? src : unpack_group_codes(w, r, g, scratch);
     for (int i = 0; i < group_size; i += 8) {
       const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i));
       const __m256 codes = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));

@@ -4,18 +4,17 @@
 
 #include <cstdint>
 
-#include "kernels/affine_tiles.h"
 #include "kernels/weight_matrix.h"
 
 namespace qmlx {
 
-// Unpacks group g of row r into `group_size` codes. For row-major 8-bit weights returns a
-// pointer into the weight itself instead (no copy); otherwise returns `scratch`.
+// Unpacks group g of row r into `group_size` codes. For 8-bit weights returns a pointer into
+// the weight itself instead (no copy); otherwise returns `scratch`.
 const uint8_t* unpack_group_codes(const WeightMatrix& w, int r, int g, uint8_t* scratch);
 
 // Scale and bias of group g of row r.
 inline void group_scale_bias(const WeightMatrix& w, int r, int g, float* scale, float* bias) {
-  const size_t i = w.tiled ? tiled_meta_index(w, r, g) : size_t(r) * w.groups_per_row() + g;
+  size_t i = size_t(r) * w.groups_per_row() + g;
   *scale = load_scalar(w.scales, w.scale_type, i);
   *bias = load_scalar(w.biases, w.scale_type, i);
 }

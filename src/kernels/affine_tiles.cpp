@@ -14,14 +14,6 @@
 namespace qmlx {
 namespace {
 
-// Where step k of group g of tile row (r % 16) begins: byte 2 * (r % 16) of that step.
-const uint8_t* step_bytes(const WeightMatrix& w, int r, int g, int k) {
-  const size_t tile = size_t(r) / kAffineTileRows;
-  const size_t group_bytes = size_t(w.group_size) * w.bits / 8;
-  return w.data + tile * kAffineTileRows * w.row_bytes() + g * kAffineTileRows * group_bytes +
-         size_t(k) * kAffineTileStepBytes + 2 * (size_t(r) % kAffineTileRows);
-}
-
 // Lines j = 0..15 of `out` get the 16-bit element j of each of the 16 lines of `in` (32 bytes
 // each): a 16 x 16 transpose of 16-bit elements. In-lane 8 x 8 transposes of rows 0-7 and 8-15
 // (unpack 16, 32, 64), then the 128-bit halves exchanged.
@@ -287,32 +279,32 @@ WeightMatrix untile_affine_rows(const WeightMatrix& w, int tile, uint8_t* codes,
   return out;
 }
 
-void dequantize_tiled_rows(const WeightMatrix& w, int begin, int end, float* out) {
+namespace {
+
+// Groups [g0, g1) of rows [begin, end) of a tiled matrix as floats: each tile put back in rows,
+// then dequantized as stored rows are.
+void dequantize_tiled(const WeightMatrix& w, int begin, int end, int g0, int g1, float* out) {
   thread_local std::vector<uint8_t> codes, scales, biases;
-  const int groups = w.groups_per_row();
   codes.resize(size_t(kAffineTileRows) * w.row_bytes());
-  scales.resize(size_t(kAffineTileRows) * groups * scalar_size(w.scale_type));
+  scales.resize(size_t(kAffineTileRows) * w.groups_per_row() * scalar_size(w.scale_type));
   biases.resize(scales.size());
+  const size_t row_floats = size_t(g1 - g0) * w.group_size;
   for (int t = begin / kAffineTileRows; t * kAffineTileRows < end; ++t) {
     const WeightMatrix rows = untile_affine_rows(w, t, codes.data(), scales.data(), biases.data());
     const int r0 = t * kAffineTileRows;
-    for (int r = std::max(begin, r0); r < std::min(end, r0 + kAffineTileRows); ++r, out += w.cols)
-      dequantize_affine_groups(rows, r - r0, 0, groups, out);
+    for (int r = std::max(begin, r0); r < std::min(end, r0 + kAffineTileRows); ++r, out += row_floats)
+      dequantize_affine_groups(rows, r - r0, g0, g1, out);
   }
 }
 
-void tiled_group_codes(const WeightMatrix& w, int r, int g, uint8_t* out) {
-  if (w.bits == 8) {
-    for (int k = 0; k < w.group_size / 2; ++k) std::memcpy(out + 2 * k, step_bytes(w, r, g, k), 2);
-    return;
-  }
-  for (int k = 0; k < w.group_size / 4; ++k) {
-    const uint8_t* at = step_bytes(w, r, g, k);
-    out[4 * k] = at[0] & 0x0f;
-    out[4 * k + 1] = at[1] & 0x0f;
-    out[4 * k + 2] = at[0] >> 4;
-    out[4 * k + 3] = at[1] >> 4;
-  }
+}  // namespace
+
+void dequantize_tiled_rows(const WeightMatrix& w, int begin, int end, float* out) {
+  dequantize_tiled(w, begin, end, 0, w.groups_per_row(), out);
+}
+
+void dequantize_tiled_row_range(const WeightMatrix& w, int r, int k0, int k1, float* out) {
+  dequantize_tiled(w, r, r + 1, k0 / w.group_size, (k1 + w.group_size - 1) / w.group_size, out);
 }
 
 }  // namespace qmlx

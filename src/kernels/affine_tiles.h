@@ -63,14 +63,7 @@ WeightMatrix untile_affine_rows(const WeightMatrix& w, int tile, uint8_t* codes,
 // Rows [begin, end) of a tiled matrix as floats, exactly those of the row-major matrix (each
 // tile is put back in rows first, then dequantized as stored rows are).
 void dequantize_tiled_rows(const WeightMatrix& w, int begin, int end, float* out);
-
-// Index of the scale and bias of group g of row r in a tiled matrix's scales / biases.
-inline size_t tiled_meta_index(const WeightMatrix& w, int r, int g) {
-  const size_t tile = size_t(r) / kAffineTileRows;
-  return (tile * w.groups_per_row() + g) * kAffineTileRows + size_t(r) % kAffineTileRows;
-}
-
-// The group_size codes of group g of row r of a tiled matrix, one byte each.
-void tiled_group_codes(const WeightMatrix& w, int r, int g, uint8_t* out);
+// Columns [k0, k1) of row r the same way (k0, k1 as for dequantize_row_range).
+void dequantize_tiled_row_range(const WeightMatrix& w, int r, int k0, int k1, float* out);
 
 }  // namespace qmlx

@@ -61,6 +61,7 @@ size_t stored_bytes(const WeightMatrix& w, int n) {
 }
 
 void dequantize_row_range(const WeightMatrix& w, int r, int k0, int k1, float* out) {
+  if (w.tiled) return dequantize_tiled_row_range(w, r, k0, k1, out);
   const uint8_t* at = w.data + size_t(r) * w.row_bytes() + stored_bytes(w, k0);
   const size_t n = size_t(k1 - k0);
   switch (w.format) {
