@@ -2,6 +2,9 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "kernels/simd.h"
 
 namespace qmlx::vec {
@@ -84,6 +87,52 @@ void scale(float* x, float a, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(va, _mm256_loadu_ps(x + i)));
   for (; i < n; ++i) x[i] *= a;
+}
+
+size_t argmax(const float* a, size_t n) {
+  // The maximum first (vector max passes NaN over: it answers its second operand when either is
+  // NaN), then the first element equal to it.
+  __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(_mm256_loadu_ps(a + i), m);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float best = lanes[0];
+  for (float v : lanes) best = v > best ? v : best;
+  for (; i < n; ++i) best = a[i] > best ? a[i] : best;
+  const __m256 target = _mm256_set1_ps(best);
+  for (i = 0; i + 8 <= n; i += 8) {
+    const int hits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(a + i), target, _CMP_EQ_OQ));
+    if (hits) return i + size_t(__builtin_ctz(unsigned(hits)));
+  }
+  for (; i < n; ++i)
+    if (a[i] == best) return i;
+  return 0;
+}
+
+double exp_shifted(float* y, const float* x, float shift, float divisor, size_t n) {
+  const __m256 vshift = _mm256_set1_ps(shift), vdivisor = _mm256_set1_ps(divisor);
+  __m256d acc = _mm256_setzero_pd();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e =
+        simd::exp(_mm256_div_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vshift), vdivisor));
+    _mm256_storeu_ps(y + i, e);
+    acc = _mm256_add_pd(acc, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    acc = _mm256_add_pd(acc, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, acc);
+  double total = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  if (i < n) {
+    alignas(32) float in[8], out[8];
+    std::fill(in, in + 8, shift);
+    std::copy(x + i, x + n, in);
+    _mm256_store_ps(out,
+                    simd::exp(_mm256_div_ps(_mm256_sub_ps(_mm256_load_ps(in), vshift), vdivisor)));
+    for (size_t k = 0; i + k < n; ++k) total += y[i + k] = out[k];
+  }
+  return total;
 }
 
 }  // namespace qmlx::vec
