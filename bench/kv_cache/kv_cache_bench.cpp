@@ -9,6 +9,15 @@
 //     the reference's token (top-1 agreement), and for how many steps greedy decoding would
 //     produce the reference's tokens (the agreeing prefix).
 //
+//   qmlx_kv_cache_bench accuracy MODEL_DIR --context N --reference-logits FILE
+//                       --reference-tokens T1,T2,... [--dtypes f32,bf16,int8]
+//     The same against the float64 numpy reference itself (tools/reference/reference.py run on
+//     `prompt`'s ids with --max-tokens M --logits-out FILE; its greedy tokens are the path), so
+//     f32 K/V is one of the dtypes measured rather than the yardstick.
+//
+//   qmlx_kv_cache_bench prompt MODEL_DIR --context N
+//     Prints the N random prompt ids `accuracy` uses, comma-separated (reference.py's --tokens).
+//
 //   qmlx_kv_cache_bench restore MODEL_DIR --context N --kv-cache-dtype D [--prompt P=512]
 //     A Session at N positions (a P-token prefill, its K/V rows repeated: long_context.h) is
 //     checkpointed into a fresh disk cache and restored into a new Session: the store's bytes
@@ -57,6 +66,8 @@ struct Args {
   int decode = 16;
   DType kv_dtype = DType::kBF16;
   std::vector<DType> dtypes = {DType::kBF16, DType::kInt8};
+  std::string reference_logits;           // float32 rows of the float64 reference, if given
+  std::vector<int32_t> reference_tokens;  // its greedy tokens: the path
 };
 
 DType parse_dtype(const std::string& name) {
@@ -85,6 +96,12 @@ Args parse_args(int argc, char** argv) {
       a.dtypes.clear();
       std::stringstream list(value());
       for (std::string name; std::getline(list, name, ',');) a.dtypes.push_back(parse_dtype(name));
+    } else if (arg == "--reference-logits") {
+      a.reference_logits = value();
+    } else if (arg == "--reference-tokens") {
+      std::stringstream list(value());
+      for (std::string id; std::getline(list, id, ',');)
+        a.reference_tokens.push_back(int32_t(std::atol(id.c_str())));
     } else if (arg == "--threads") {
       set_default_threads(std::atoi(value().c_str()));
     } else {
@@ -109,13 +126,32 @@ int32_t argmax(std::span<const float> logits) {
   return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
+// The float64 reference's logits rows (reference.py --logits-out: float32, vocab per row), one
+// per token of its path.
+std::vector<std::vector<float>> read_reference(const Args& a, size_t vocab) {
+  std::FILE* f = std::fopen(a.reference_logits.c_str(), "rb");
+  if (!f) throw std::runtime_error("cannot open " + a.reference_logits);
+  std::vector<std::vector<float>> rows(a.reference_tokens.size(), std::vector<float>(vocab));
+  for (auto& row : rows)
+    if (std::fread(row.data(), sizeof(float), vocab, f) != vocab) {
+      std::fclose(f);
+      throw std::runtime_error(a.reference_logits + ": fewer rows than --reference-tokens");
+    }
+  std::fclose(f);
+  return rows;
+}
+
 void accuracy(const Args& a) {
   std::shared_ptr<const Model> model = Model::load(a.model);
   const std::vector<int32_t> prompt = random_tokens(*model, a.context);
   // The reference's logits at each step and its greedy tokens.
   std::vector<std::vector<float>> reference;
   std::vector<int32_t> path;
-  {
+  const bool float64 = !a.reference_logits.empty();
+  if (float64) {
+    reference = read_reference(a, size_t(model->config().vocab_size));
+    path = a.reference_tokens;
+  } else {
     SessionOptions options;
     options.kv_dtype = DType::kF32;
     Session session(model, options);
@@ -138,7 +174,7 @@ void accuracy(const Args& a) {
     const double prefill_s = seconds_since(start);
     double max_abs = 0, max_rel = 0, sum_rel = 0;
     int top1 = 0, prefix = -1;
-    for (int i = 0; i < a.decode; ++i) {
+    for (int i = 0; i < int(path.size()); ++i) {
       std::span<const float> logits = session.logits();
       double abs_err = 0, scale = 0;
       for (size_t v = 0; v < logits.size(); ++v) {
@@ -156,14 +192,14 @@ void accuracy(const Args& a) {
     nlohmann::json out = {{"bench", "kv_accuracy"},
                           {"model", a.model},
                           {"kv_cache_dtype", dtype_name(dtype)},
-                          {"reference", "f32"},
+                          {"reference", float64 ? "float64" : "f32"},
                           {"context", a.context},
-                          {"decode_steps", a.decode},
+                          {"decode_steps", path.size()},
                           {"logits_max_abs_error", max_abs},
                           {"logits_max_rel_error", max_rel},
-                          {"logits_mean_rel_error", sum_rel / a.decode},
+                          {"logits_mean_rel_error", sum_rel / double(path.size())},
                           {"top1_agreement", top1},
-                          {"greedy_agreeing_prefix", prefix < 0 ? a.decode : prefix},
+                          {"greedy_agreeing_prefix", prefix < 0 ? int(path.size()) : prefix},
                           {"prefill_s", prefill_s},
                           {"threads", default_pool().size()},
                           {"load_average_1min", load_average()}};
@@ -251,12 +287,18 @@ void restore(const Args& a) {
 int main(int argc, char** argv) {
   try {
     qmlx::bench::Args args = qmlx::bench::parse_args(argc, argv);
-    if (args.command == "accuracy") {
+    if (args.command == "prompt") {
+      const std::vector<int32_t> prompt =
+          qmlx::bench::random_tokens(*qmlx::Model::load(args.model), args.context);
+      for (size_t i = 0; i < prompt.size(); ++i) std::printf(i ? ",%d" : "%d", prompt[i]);
+      std::printf("\n");
+    } else if (args.command == "accuracy") {
       qmlx::bench::accuracy(args);
     } else if (args.command == "restore") {
       qmlx::bench::restore(args);
     } else {
-      throw std::runtime_error("unknown command '" + args.command + "' (accuracy | restore)");
+      throw std::runtime_error("unknown command '" + args.command +
+                               "' (accuracy | prompt | restore)");
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qmlx_kv_cache_bench: %s\n", e.what());

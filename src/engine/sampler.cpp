@@ -79,10 +79,8 @@ int32_t top_p_boundary(std::span<const float> l, std::span<const float> w, doubl
 }
 
 double log_sum_exp(std::span<const float> l, size_t n) {
-  float m = *std::max_element(l.begin(), l.begin() + n);
-  double s = 0;
-  for (size_t i = 0; i < n; ++i) s += std::exp(double(l[i]) - m);
-  return m + std::log(s);
+  const float m = l[vec::argmax(l.data(), n)];
+  return m + std::log(vec::sum_exp_shifted(l.data(), m, 1.f, n));
 }
 
 }  // namespace

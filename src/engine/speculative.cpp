@@ -1,7 +1,6 @@
 #include "engine/speculative.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "base/error.h"
 
@@ -139,15 +138,16 @@ namespace {
 
 // A draw from norm(max(0, p - q)): the token after a draft the rule rejected.
 int32_t draw_residual(const Candidates& p, const Candidates& q, Sampler& sampler) {
-  std::unordered_map<int32_t, double> q_of;
-  for (size_t i = 0; i < q.ids.size(); ++i) q_of[q.ids[i]] = q.weights[i] / q.mass;
+  // q by id in a dense array: with temperature alone both hold the whole vocabulary.
+  int32_t ids = 0;
+  for (int32_t id : p.ids) ids = std::max(ids, id + 1);
+  for (int32_t id : q.ids) ids = std::max(ids, id + 1);
+  std::vector<double> q_of(size_t(ids), 0.0);
+  for (size_t i = 0; i < q.ids.size(); ++i) q_of[size_t(q.ids[i])] = q.weights[i] / q.mass;
   std::vector<double> residual(p.ids.size());
   double total = 0;
-  for (size_t i = 0; i < p.ids.size(); ++i) {
-    auto it = q_of.find(p.ids[i]);
-    total += residual[i] =
-        std::max(0.0, p.weights[i] / p.mass - (it == q_of.end() ? 0 : it->second));
-  }
+  for (size_t i = 0; i < p.ids.size(); ++i)
+    total += residual[i] = std::max(0.0, p.weights[i] / p.mass - q_of[size_t(p.ids[i])]);
   // p <= q everywhere happens only through rounding when p == q: then p itself.
   if (!(total > 0)) return sampler.draw(p);
   double u = sampler.uniform() * total;

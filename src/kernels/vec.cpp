@@ -110,14 +110,19 @@ size_t argmax(const float* a, size_t n) {
   return 0;
 }
 
-double exp_shifted(float* y, const float* x, float shift, float divisor, size_t n) {
+namespace {
+
+// exp_shifted's loop; y == nullptr only sums.
+double exp_shifted_into(float* y, const float* x, float shift, float divisor, size_t n) {
   const __m256 vshift = _mm256_set1_ps(shift), vdivisor = _mm256_set1_ps(divisor);
+  auto weights = [&](__m256 v) {
+    return simd::exp(_mm256_div_ps(_mm256_sub_ps(v, vshift), vdivisor));
+  };
   __m256d acc = _mm256_setzero_pd();
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 e =
-        simd::exp(_mm256_div_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vshift), vdivisor));
-    _mm256_storeu_ps(y + i, e);
+    const __m256 e = weights(_mm256_loadu_ps(x + i));
+    if (y) _mm256_storeu_ps(y + i, e);
     acc = _mm256_add_pd(acc, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
     acc = _mm256_add_pd(acc, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
   }
@@ -128,11 +133,23 @@ double exp_shifted(float* y, const float* x, float shift, float divisor, size_t 
     alignas(32) float in[8], out[8];
     std::fill(in, in + 8, shift);
     std::copy(x + i, x + n, in);
-    _mm256_store_ps(out,
-                    simd::exp(_mm256_div_ps(_mm256_sub_ps(_mm256_load_ps(in), vshift), vdivisor)));
-    for (size_t k = 0; i + k < n; ++k) total += y[i + k] = out[k];
+    _mm256_store_ps(out, weights(_mm256_load_ps(in)));
+    for (size_t k = 0; i + k < n; ++k) {
+      if (y) y[i + k] = out[k];
+      total += out[k];
+    }
   }
   return total;
+}
+
+}  // namespace
+
+double exp_shifted(float* y, const float* x, float shift, float divisor, size_t n) {
+  return exp_shifted_into(y, x, shift, divisor, n);
+}
+
+double sum_exp_shifted(const float* x, float shift, float divisor, size_t n) {
+  return exp_shifted_into(nullptr, x, shift, divisor, n);
 }
 
 }  // namespace qmlx::vec

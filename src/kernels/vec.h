@@ -26,5 +26,7 @@ size_t argmax(const float* a, size_t n);
 // y[i] = e^((x[i] - shift) / divisor) (simd::exp, within 2 ulp), and their sum in double: the
 // unnormalised softmax weights of a logits row at temperature `divisor`.
 double exp_shifted(float* y, const float* x, float shift, float divisor, size_t n);
+// The sum alone (a row's log-sum-exp is shift + log of it at divisor 1).
+double sum_exp_shifted(const float* x, float shift, float divisor, size_t n);
 
 }  // namespace qmlx::vec

@@ -62,6 +62,7 @@ TEST(VecExpShiftedTest, MatchesStdExpAndSumsInDouble) {
       }
       EXPECT_EQ(y[n / 2], 0.f);
       EXPECT_NEAR(total, expect_total, 1e-6 * expect_total);
+      EXPECT_EQ(vec::sum_exp_shifted(x.data(), top, t, n), total);
     }
   }
 }
