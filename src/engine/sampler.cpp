@@ -89,7 +89,23 @@ Sampler::Sampler(const SamplingParams& params, int32_t max_token_id)
     : params_(params), max_token_id_(max_token_id), rng_(params.seed) {}
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
-  return draw(candidates(logits, history));
+  const size_t n = usable_count(logits, max_token_id_);
+  const bool every_id = !greedy() && (params_.top_k <= 0 || size_t(params_.top_k) >= n) &&
+                        params_.top_p >= 1.f && params_.min_p <= 0.f &&
+                        (!penalizes(params_) || history.empty());
+  if (!every_id || n == 0) return draw(candidates(logits, history));
+  // Temperature alone: every id is a candidate. The same draw as draw(candidates()), to the bit,
+  // without building 248k candidates (3 MB) every token.
+  const std::span<const float> l = logits.first(n);
+  const float top = l[vec::argmax(l.data(), n)];
+  weights_.resize(n);
+  const double total = vec::exp_shifted(weights_.data(), l.data(), top, params_.temperature, n);
+  double mass = 0;
+  for (float w : weights_) mass += w / total;
+  double u = std::uniform_real_distribution<double>(0.0, mass)(rng_);
+  for (size_t i = 0; i < n; ++i)
+    if ((u -= weights_[i] / total) < 0) return int32_t(i);
+  return int32_t(n - 1);
 }
 
 Candidates Sampler::candidates(std::span<const float> logits,

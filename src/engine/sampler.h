@@ -57,6 +57,7 @@ class Sampler {
   SamplingParams params_;
   int32_t max_token_id_;
   std::mt19937_64 rng_;
+  std::vector<float> weights_;  // sample()'s per-id weights, kept between tokens
 };
 
 struct TokenLogprob {

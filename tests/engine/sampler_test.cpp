@@ -170,6 +170,27 @@ TEST(SamplerTest, PenaltiesSeeTheWholeHistoryOncePerId) {
   EXPECT_EQ(Sampler(p, -1).sample(logits, history), 0);
 }
 
+TEST(SamplerTest, TemperatureAloneDrawsAsItsCandidatesDo) {
+  // sample() draws without building the candidates when every id is one; it must pick exactly
+  // what draw(candidates()) picks from the same random state.
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> normal(0.f, 2.f);
+  std::vector<float> logits(30011);
+  for (float& v : logits) v = normal(rng);
+  for (float temperature : {0.5f, 1.f, 2.f}) {
+    SamplingParams p;
+    p.temperature = temperature;
+    p.seed = 99;
+    p.top_k = temperature == 2.f ? 40000 : 0;  // a top-k over the vocabulary cuts nothing
+    Sampler fast(p, 30000), built(p, 30000);
+    for (int i = 0; i < 300; ++i) {
+      const int32_t a = fast.sample(logits);
+      ASSERT_EQ(a, built.draw(built.candidates(logits, {}))) << i;
+      ASSERT_LE(a, 30000);
+    }
+  }
+}
+
 TEST(SamplerTest, TopLogprobsAreSortedNormalisedLogProbabilities) {
   std::vector<float> logits = {0.f, 3.f, 1.f, 5.f};
   auto top = top_logprobs(logits, 2, 2);  // id 3 excluded
