@@ -128,7 +128,8 @@ Candidates Sampler::candidates(std::span<const float> logits,
 
   const float top = l[vec::argmax(l.data(), n)];
   const size_t keep = params_.top_k > 0 ? std::min(n, size_t(params_.top_k)) : n;
-  const bool top_p = params_.top_p<1.f, min_p = params_.min_p> 0.f;
+  const bool top_p = params_.top_p < 1.f;
+  const bool min_p = params_.min_p > 0.f;
   if (keep < n) {
     // top-k: the k best, most likely first, normalised over them; top-p and min-p cut the tail.
     std::vector<int32_t> ids(n);
