@@ -24,7 +24,6 @@ namespace {
   throw Error("integer overflow in '" + op + "' (template integers are 64-bit)");
 }
 
-
 // x ** y for y >= 0 by squaring: 2 ** (2 ** 62) fails at once instead of looping 2^62 times.
 int64_t power(int64_t x, int64_t y) {
   int64_t result = 1;
@@ -62,6 +61,12 @@ Value repeat(const Value& sequence, int64_t times) {
   const int64_t limit = sequence.is_string() ? kMaxRepeatedBytes : kMaxRepeatedItems;
   if (times > 0 && unit > 0 && times > limit / unit) {
     throw Error("sequence repetition is too large for a template");
+  }
+  // An empty sequence repeats to itself however large `times` is ("" * 10**9 looped 10**9
+  // times, found by the template_source fuzzer); no times at all give an empty one.
+  if (times <= 0 || unit == 0) {
+    return sequence.is_string() ? Value(std::string())
+                                : Value::list({}, sequence.as_list().is_tuple);
   }
   if (sequence.is_string()) {
     std::string out;
@@ -134,8 +139,7 @@ Value percent_format(const std::string& format, const Value& arguments) {
       out += py::repr(value);
     } else if (conversion == 'd' || conversion == 'i') {
       if (!value.is_number()) throw Error("%d format: a number is required");
-      out += std::to_string(value.is_float() ? float_to_int(value.as_float())
-                                             : value.as_int());
+      out += std::to_string(value.is_float() ? float_to_int(value.as_float()) : value.as_int());
     } else {
       throw Error(std::string("unsupported format character '") + conversion + "'");
     }

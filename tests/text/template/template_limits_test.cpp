@@ -71,6 +71,18 @@ TEST(TemplateLimitsTest, HugeRepetitionsFail) {
   EXPECT_EQ(failure("{{ 'ab' * 3 }}{{ [1] * 3 }}"), "");
 }
 
+// Empty sequences times anything are empty at once ("" * 10**9 looped 10**9 times, found by the
+// template_source fuzzer), as in Python; so are sequences times zero or less.
+TEST(TemplateLimitsTest, EmptyRepetitionsAreEmptyAtOnce) {
+  auto render = [](const std::string& source) {
+    return Template(source).render(nlohmann::ordered_json::object());
+  };
+  EXPECT_EQ(render("[{{ '' * 1000000000000 }}]"), "[]");
+  EXPECT_EQ(render("{{ [] * 1000000000000 }}{{ ([] * 7) | length }}"), "[]0");
+  EXPECT_EQ(render("[{{ 'ab' * 0 }}{{ 'ab' * -3 }}]{{ [1, 2] * -1 }}"), "[][]");
+  EXPECT_EQ(render("{{ (() * 5) | length }}{{ 'ab' * 2 }}"), "0abab");
+}
+
 // Steps that would carry the counter past int64 (found by the template_source fuzzer): Python's
 // items, no overflow.
 TEST(TemplateLimitsTest, RangeNearTheEndsOfInt64) {
