@@ -79,12 +79,18 @@ GemvIsa detect_gemv_isa() {
              : GemvIsa::kAvx2;
 }
 
+// Row-major 4-bit rows hold each 32 columns' even codes in low nibbles; tiled ones pair
+// consecutive columns (kernels/affine_tiles.h).
+bool nibble_order(const WeightMatrix& w) { return w.bits == 4 && !w.tiled; }
+
 }  // namespace
 
 Int16Activations prepare_affine_gemv_input(const float* x, const WeightMatrix& w) {
-  // Row-major 4-bit rows hold each 32 columns' even codes in low nibbles; tiled ones pair
-  // consecutive columns (kernels/affine_tiles.h).
-  return quantize_int16_activations(x, w.cols, w.group_size, w.bits == 4 && !w.tiled);
+  return quantize_int16_activations(x, w.cols, w.group_size, nibble_order(w));
+}
+
+bool same_affine_gemv_input(const WeightMatrix& a, const WeightMatrix& b) {
+  return a.cols == b.cols && a.group_size == b.group_size && nibble_order(a) == nibble_order(b);
 }
 
 void affine_gemv_rows(const Int16Activations& in, const WeightMatrix& w, int begin, int end,
@@ -97,7 +103,9 @@ GemvIsa gemv_isa() {
   return isa;
 }
 
-const char* gemv_isa_name(GemvIsa isa) { return isa == GemvIsa::kAvx512Vnni ? "avx512-vnni" : "avx2"; }
+const char* gemv_isa_name(GemvIsa isa) {
+  return isa == GemvIsa::kAvx512Vnni ? "avx512-vnni" : "avx2";
+}
 
 void affine_gemv_rows(const Int16Activations* in, int B, const WeightMatrix& w, int begin, int end,
                       float* y, size_t ldy) {

@@ -13,6 +13,9 @@ namespace qmlx {
 
 // The activations for matrices stored like w (bits, group size, tiled or not).
 Int16Activations prepare_affine_gemv_input(const float* x, const WeightMatrix& w);
+// Whether prepare_affine_gemv_input gives the same activations for a and b, so one prepared row
+// serves both.
+bool same_affine_gemv_input(const WeightMatrix& a, const WeightMatrix& b);
 
 // y[r] for rows [begin, end) of w (affine, stored as the input was made for). Tiled matrices
 // (kernels/affine_tiles.h) take the tile kernel, where lane i of each multiply-add is row i.

@@ -54,6 +54,10 @@ GemvKind gemv_kind(const WeightMatrix& w) {
 // call is multiplied with it (the rows then read each weight byte from memory once in all).
 constexpr size_t kGemvBlockBytes = 128 * 1024;
 
+// A matrix is split into about 8 chunks per thread, claimed on demand: with a fixed half each,
+// one core sits idle whenever the other is slowed (by another process on a shared machine).
+constexpr size_t kChunksPerThread = 8;
+
 // Everything one matmul shares between the ranges of rows it is split into.
 struct MatmulJob {
   const float* x;
@@ -86,10 +90,9 @@ struct MatmulJob {
 
   // Whether `other`'s generated rows are prepared exactly as this job's would be.
   bool prepares_input_like(const MatmulJob& other) const {
-    if (kind != other.kind || w.cols != other.w.cols || kind == GemvKind::kRowByRow) return false;
-    if (kind == GemvKind::kGguf) return true;
-    const bool nibbles = w.bits == 4 && !w.tiled, other_nibbles = other.w.bits == 4 && !other.w.tiled;
-    return w.group_size == other.w.group_size && nibbles == other_nibbles;
+    if (kind != other.kind || kind == GemvKind::kRowByRow) return false;
+    if (kind == GemvKind::kGguf) return w.cols == other.w.cols;
+    return same_affine_gemv_input(w, other.w);
   }
 
   int generated_rows() const { return T - prompt_rows; }
@@ -127,11 +130,14 @@ struct MatmulJob {
     const size_t rows = std::max<size_t>(8, (64 * 1024) / std::max<size_t>(1, w.row_bytes()));
     return w.tiled ? (rows + kAffineTileRows - 1) / kAffineTileRows * kAffineTileRows : rows;
   }
-};
 
-// A matrix is split into about 8 chunks per thread, claimed on demand: with a fixed half each,
-// one core sits idle whenever the other is slowed (by another process on a shared machine).
-constexpr size_t kChunksPerThread = 8;
+  // Rows per chunk: about kChunksPerThread chunks per thread of `pool`, a whole number of grains
+  // (prefill chunks then end on 16-row panel boundaries).
+  size_t chunk_rows(const ThreadPool& pool) const {
+    const size_t grains = size_t(w.rows) / (size_t(pool.size()) * kChunksPerThread * grain());
+    return std::max<size_t>(1, grains) * grain();
+  }
+};
 
 }  // namespace
 
@@ -140,14 +146,10 @@ void matmul(const float* x, int T, const WeightMatrix& w, float* y, int generate
   MatmulJob job(x, T, generated_rows, w, y);
   auto run = [&](size_t b, size_t e) { job.run(int(b), int(e)); };
   ThreadPool& pool = default_pool();
-  const size_t grain = job.grain();
-  // A whole number of grains: prefill chunks then end on 16-row panel boundaries.
-  const size_t grains = size_t(w.rows) / (size_t(pool.size()) * kChunksPerThread * grain);
-  pool.parallel_chunks(w.rows, std::max<size_t>(1, grains) * grain, run);
+  pool.parallel_chunks(w.rows, job.chunk_rows(pool), run);
 }
 
-void matmul_many(const float* x, int T, std::span<const MatmulOutput> outputs,
-                 int generated_rows) {
+void matmul_many(const float* x, int T, std::span<const MatmulOutput> outputs, int generated_rows) {
   if (T <= 0 || outputs.empty()) return;
   std::vector<std::unique_ptr<MatmulJob>> jobs;
   for (const MatmulOutput& o : outputs)
@@ -161,9 +163,7 @@ void matmul_many(const float* x, int T, std::span<const MatmulOutput> outputs,
   std::vector<Task> tasks;
   ThreadPool& pool = default_pool();
   for (const auto& job : jobs) {
-    const size_t grain = job->grain(), rows = size_t(job->w.rows);
-    const size_t chunk =
-        std::max<size_t>(1, rows / (size_t(pool.size()) * kChunksPerThread * grain)) * grain;
+    const size_t rows = size_t(job->w.rows), chunk = job->chunk_rows(pool);
     for (size_t b = 0; b < rows; b += chunk)
       tasks.push_back({job.get(), int(b), int(std::min(rows, b + chunk))});
   }
