@@ -44,6 +44,35 @@ void BatchEngine::set_step_observer(BatchStepObserver observer) {
   observer_ = std::move(observer);
 }
 
+void BatchEngine::calibrate(int64_t deep) {
+  constexpr size_t kRows = 64;
+  const int32_t vocab = model_->config().vocab_size;
+  std::vector<int32_t> tokens(kRows);
+  for (size_t i = 0; i < kRows; ++i) tokens[i] = int32_t((i * 7919 + 13) % size_t(vocab));
+  Session scratch(model_);
+  scratch.logits_.resize(scratch.layout_.vocab_size);
+  const ForwardOptions forward_options{options_.delta_rule};
+  auto timed_step = [&](RowKind kind, size_t rows) {
+    StepShape shape;
+    shape.add_rows(kind == RowKind::kPrompt, scratch.position(), int64_t(rows));
+    std::vector<BatchSegment> segments = {{std::span<const int32_t>(tokens).first(rows),
+                                           &scratch.state_, kind, scratch.logits_.data(), nullptr,
+                                           nullptr}};
+    const auto start = std::chrono::steady_clock::now();
+    model_->forward_batch(segments, forward_options);
+    step_times_.observe(
+        shape, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
+  timed_step(RowKind::kPrompt, kRows);  // the first touches every weight page: timed again
+  scratch.reset(0);
+  for (int i = 0; i < 2; ++i) timed_step(RowKind::kPrompt, kRows);
+  timed_step(RowKind::kGenerated, 1);
+  scratch.reset(deep);
+  scratch.logits_.resize(scratch.layout_.vocab_size);
+  for (int i = 0; i < 2; ++i) timed_step(RowKind::kPrompt, kRows);
+  timed_step(RowKind::kGenerated, 1);
+}
+
 void BatchEngine::check_tokens(std::span<const int32_t> tokens) const {
   const int32_t vocab = model_->config().vocab_size;
   for (int32_t t : tokens)
@@ -136,7 +165,43 @@ std::vector<size_t> BatchEngine::plan_step() const {
       budget -= add;
     }
   }
+  const bool decoding = std::any_of(pending_.begin(), pending_.end(),
+                                    [](const Work* w) { return w->kind == RowKind::kGenerated; });
+  const double seconds = decoding ? options_.max_step_seconds : options_.max_prefill_step_seconds;
+  if (seconds > 0 && prefills > 0) fit_prompt_rows_in_time(give, seconds);
   return give;
+}
+
+void BatchEngine::fit_prompt_rows_in_time(std::vector<size_t>& give, double budget_seconds) const {
+  // Until the model has seen a few prefill steps, a step beside decoders takes a small probe of
+  // each prefill: cheap, and what the model learns from.
+  constexpr size_t kProbeRows = 16;
+  StepShape step;
+  size_t prefills = 0;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    const Work& w = *pending_[i];
+    if (w.kind == RowKind::kGenerated) {
+      step.add_rows(false, w.session->position(), int64_t(give[i]));
+    } else if (give[i] > 0) {
+      ++prefills;
+    }
+  }
+  const bool known = step_times_.known();
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    const Work& w = *pending_[i];
+    if (w.kind != RowKind::kPrompt || give[i] == 0) continue;
+    if (!known) {
+      give[i] = std::min(give[i], kProbeRows);
+    } else {
+      // An equal share of the time left to each prefill still to place.
+      const double used = step_times_.predict(step);
+      const double share = used + std::max(0.0, budget_seconds - used) / double(prefills);
+      give[i] = size_t(
+          step_times_.prompt_rows_within(step, w.session->position(), share, int64_t(give[i])));
+    }
+    step.add_rows(true, w.session->position(), int64_t(give[i]));
+    --prefills;
+  }
 }
 
 void BatchEngine::loop() {
@@ -180,9 +245,11 @@ void BatchEngine::loop() {
     std::vector<BatchSegment> segments;
     std::vector<Work*> members;
     BatchStepStats stats;
+    StepShape shape;
     for (size_t i = 0; i < pending_.size(); ++i) {
       if (give[i] == 0) continue;
       Work* w = pending_[i];
+      shape.add_rows(w->kind == RowKind::kPrompt, w->session->position(), int64_t(give[i]));
       segments.push_back({w->tokens.subspan(w->done, give[i]), &w->session->state_, w->kind,
                           w->session->logits_.data(), w->all_logits, w->final_hidden});
       members.push_back(w);
@@ -200,6 +267,7 @@ void BatchEngine::loop() {
       error = std::current_exception();
     }
     stats.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!error) step_times_.observe(shape, stats.seconds);
     if (observer) observer(stats);
     lock.lock();
     for (size_t k = 0; k < members.size(); ++k) {

@@ -2,7 +2,8 @@
 // (each a Session driven by its own job thread) hand it work and block until it is done. Each
 // step gathers every pending decode (its generated rows: one, or the MTP drafts it verifies) and
 // prefill chunks under a
-// per-step token budget, shared fairly between the prefills, and runs ONE Model::forward_batch
+// per-step token budget, shared fairly between the prefills (and, with max_step_seconds, cut to
+// a time budget), and runs ONE Model::forward_batch
 // over them (prompt tokens as prompt rows, decodes as generated rows, so a sequence's results do
 // not depend on what shares its steps), so each weight is read once per step for all sequences. A
 // long prefill therefore delays running decodes by at most one chunk, and a short prompt arriving
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "engine/session.h"
+#include "engine/step_time_model.h"
 #include "model/model.h"
 
 namespace qmlx {
@@ -31,6 +33,13 @@ struct BatchEngineOptions {
   // Prompt tokens per step, over all prefills together; 0: the model's default prefill chunk
   // (prefill_chunk_for). Decode rows come on top of it.
   int step_tokens = 0;
+  // A step that carries decode rows lasts at most this long (--max-step-ms): its prompt rows
+  // are sized by the measured step times (step_time_model.h), so a long prefill does not stall
+  // the sequences decoding beside it. 0: no time bound, step_tokens alone.
+  double max_step_seconds = 0;
+  // The same bound for steps of prefills alone (no one waits on them but their own clients,
+  // who may leave: a cancelled prefill stops at a step's end). 0: step_tokens alone.
+  double max_prefill_step_seconds = 0;
   DeltaRuleForm delta_rule = DeltaRuleForm::kAuto;
 };
 
@@ -68,11 +77,20 @@ class BatchEngine {
   void feed_generated(Session& session, std::span<const int32_t> tokens,
                       float* all_logits = nullptr, float* final_hidden = nullptr);
 
+  // Times a few steps on a scratch sequence (prompt rows at depth 0 and at `deep`, a decode row)
+  // so that time-bounded steps and the prefill rate are known before the first request; the
+  // deep steps attend to `deep` positions of zero K/V, which cost what real ones do. Call before
+  // serving (it runs on the caller's thread, outside the step loop).
+  void calibrate(int64_t deep = 8192);
+
   // Called on the engine thread after every step (keep it short). Set before use.
   void set_step_observer(BatchStepObserver observer);
 
   const Model& model() const { return *model_; }
   int step_tokens() const { return step_tokens_; }
+  const BatchEngineOptions& options() const { return options_; }
+  // What the engine has learnt of its step times (prefill rates at a depth, for the start line).
+  const StepTimeModel& step_times() const { return step_times_; }
 
  private:
   struct Work;
@@ -82,12 +100,15 @@ class BatchEngine {
   // Picks the rows of the next step from pending_ (caller holds mutex_): how many tokens each
   // work feeds, in the order of pending_.
   std::vector<size_t> plan_step() const;
+  // Cuts the prefills' rows in `give` so the step lasts about `budget_seconds`.
+  void fit_prompt_rows_in_time(std::vector<size_t>& give, double budget_seconds) const;
   void check_tokens(std::span<const int32_t> tokens) const;
 
   std::shared_ptr<const Model> model_;
   const BatchEngineOptions options_;
   const int step_tokens_;
   BatchStepObserver observer_;
+  StepTimeModel step_times_;
 
   std::mutex mutex_;
   std::condition_variable work_arrived_;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <mutex>
 #include <random>
@@ -222,6 +223,113 @@ TEST_F(BatchEngineTest, ACancelledPrefillLeavesAtAStepBoundaryAndOthersGoOn) {
   EXPECT_LT(cancelled.position(), 400);
   Session next(model_, options(engine)), alone(model_, options());
   EXPECT_EQ(run_request(next, other, {50}, 3).tokens, run_request(alone, other, {50}, 3).tokens);
+}
+
+// Steps bounded in time (max_step_seconds): a long prefill beside decoders is cut into steps the
+// time model sizes. With random budgets (from far below one row's cost to whole steps) every
+// sequence still gets exactly what it gets alone, the prefill's tokens and logits included, and
+// with a budget no row fits in, each step carries one prompt row beside the decode rows.
+TEST_F(BatchEngineTest, TimeBoundedStepsCutPrefillsAndChangeNoResult) {
+  std::mt19937_64 rng(6);
+  const auto long_prompt = random_tokens(300, rng);
+  Session alone_session(model_, options());
+  const Reply alone = run_request(alone_session, long_prompt, {long_prompt.size()}, 4);
+  for (int round = 0; round < 6; ++round) {
+    BatchEngineOptions o{kStepTokens};
+    // 1 us: no row fits; up to ~10 ms: a few rows to whole steps on a tiny model.
+    o.max_step_seconds =
+        round == 0 ? 1e-6 : std::exp(std::log(1e-6) + double(rng() % 1000) / 1000 * 9);
+    o.max_prefill_step_seconds = round % 2 ? o.max_step_seconds : 0;
+    auto engine = std::make_shared<BatchEngine>(model_, o);
+    engine->calibrate(256);
+    std::vector<BatchStepStats> steps;
+    std::mutex steps_mutex;
+    engine->set_step_observer([&](const BatchStepStats& s) {
+      std::lock_guard<std::mutex> lock(steps_mutex);
+      steps.push_back(s);
+    });
+    // A decoder runs the whole time the prefill does.
+    Session decoder(model_, options(engine));
+    decoder.prefill(random_tokens(6, rng));
+    std::atomic<bool> prefilled{false};
+    std::thread decoding([&] {
+      while (!prefilled) decoder.decode(greedy(decoder.logits()));
+    });
+    Session prefilling(model_, options(engine));
+    const Reply together =
+        run_request(prefilling, long_prompt, random_pieces(long_prompt.size(), rng), 4);
+    prefilled = true;
+    decoding.join();
+    SCOPED_TRACE("max_step_seconds=" + std::to_string(o.max_step_seconds));
+    EXPECT_EQ(together.tokens, alone.tokens);
+    EXPECT_EQ(together.logits, alone.logits);  // bitwise: however the prompt was cut
+    std::lock_guard<std::mutex> lock(steps_mutex);
+    int beside_decoders = 0;
+    for (const BatchStepStats& s : steps) {
+      EXPECT_LE(s.prompt_rows, kStepTokens);
+      if (s.decode_rows > 0 && s.prompt_rows > 0) {
+        ++beside_decoders;
+        if (round == 0) {
+          EXPECT_EQ(s.prompt_rows, 1);
+        }
+      }
+    }
+    if (round == 0) {
+      EXPECT_GT(beside_decoders, 100);  // the 300 tokens went one by one
+    }
+  }
+}
+
+// The time model learns a step's cost from the steps it sees: after steps of a known linear cost
+// it predicts that cost, sizes prompt rows to a budget (deeper rows cost more), and a long run
+// of decode-only steps does not unsettle what it knows of prompt rows.
+TEST(StepTimeModelTest, LearnsALinearCostAndSizesRowsToABudget) {
+  // 2 ms a step, 0.5 ms a decode row, 1 ms a prompt row, 40 ns an attended position.
+  auto cost = [](const StepShape& s) {
+    return 0.002 + 0.0005 * double(s.decode_rows) + 0.001 * double(s.prompt_rows) +
+           4e-8 * s.attended;
+  };
+  StepTimeModel model;
+  EXPECT_FALSE(model.known());
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 300; ++i) {
+    StepShape shape;
+    shape.add_rows(false, int64_t(rng() % 30000), int64_t(rng() % 4));
+    if (rng() % 3) shape.add_rows(true, int64_t(rng() % 30000), 1 + int64_t(rng() % 500));
+    model.observe(shape, cost(shape));
+  }
+  ASSERT_TRUE(model.known());
+  for (int64_t depth : {0, 2048, 24000}) {
+    StepShape shape;
+    shape.add_rows(false, 100, 2);
+    shape.add_rows(true, depth, 128);
+    EXPECT_NEAR(model.predict(shape), cost(shape), 1e-3 * cost(shape)) << depth;
+  }
+  // Decode-only steps for a long while: the prompt-row cost is still known.
+  for (int i = 0; i < 5000; ++i) {
+    StepShape shape;
+    shape.add_rows(false, 5000, 4);
+    model.observe(shape, cost(shape));
+  }
+  StepShape base;
+  base.add_rows(false, 5000, 4);
+  for (int64_t depth : {0, 24000}) {
+    const int64_t rows = model.prompt_rows_within(base, depth, 0.1, 100000);
+    StepShape with = base, one_more = base;
+    with.add_rows(true, depth, rows);
+    one_more.add_rows(true, depth, rows + 1);
+    EXPECT_LE(cost(with), 0.1 * 1.01) << depth;
+    EXPECT_GT(cost(one_more), 0.1 * 0.99) << depth;
+  }
+  EXPECT_LT(model.prompt_rows_within(base, 24000, 0.1, 100000),
+            model.prompt_rows_within(base, 0, 0.1, 100000));
+  EXPECT_EQ(model.prompt_rows_within(base, 0, 1e-9, 100), 1);  // always progress
+  EXPECT_NEAR(model.prefill_rate(2048, 512), 512 / cost([] {
+                                               StepShape s;
+                                               s.add_rows(true, 2048, 512);
+                                               return s;
+                                             }()),
+              1.0);
 }
 
 // Several generated rows in one step (MTP verification): the logits after every row, the same
