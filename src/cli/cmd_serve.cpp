@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <future>
 #include <optional>
@@ -54,6 +55,14 @@ void log_ready(const server::ModelRuntime& runtime, const server::ApiServer& api
       " url=" + url(options.host, api.port());
   if (runtime.speculative_tokens > 0)
     line += " speculative=mtp:" + std::to_string(runtime.speculative_tokens);
+  line += " max_step_ms=" + std::to_string(runtime.max_step_ms);
+  if (runtime.prefill_rate) {
+    // Measured at start: how long a cold prompt will take (attention makes deep tokens dearer).
+    char rates[96];
+    std::snprintf(rates, sizeof rates, " prefill \u2248 %.0f tok/s at 2k, %.0f at 32k",
+                  runtime.prefill_rate(2048), runtime.prefill_rate(32768));
+    line += rates;
+  }
   if (api.metrics_port() != 0)
     line += " metrics=" + url(options.host, api.metrics_port()) + "/metrics";
   log_info(line);

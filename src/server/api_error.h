@@ -14,13 +14,22 @@ class ApiError : public std::runtime_error {
  public:
   ApiError(int status, std::string message, std::string param = "")
       : std::runtime_error(message), status_(status), param_(std::move(param)) {}
+  // The end of a generation job the scheduler already logs in the request's one line (a client
+  // that left: 499; a server stop: 503; a failed generation): the route does not log it again.
+  static ApiError of_logged_job(int status, std::string message) {
+    ApiError e(status, std::move(message));
+    e.logged_by_job_ = true;
+    return e;
+  }
   int status() const { return status_; }
   // The request field at fault (OpenAI's `param`), empty when none.
   const std::string& param() const { return param_; }
+  bool logged_by_job() const { return logged_by_job_; }
 
  private:
   int status_;
   std::string param_;
+  bool logged_by_job_ = false;
 };
 
 // The `type` string each API uses for a status (e.g. 401 -> "authentication_error").

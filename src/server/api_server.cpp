@@ -144,6 +144,7 @@ http::Server::Handler wrap_route(State& state, const RouteSpec& spec, RouteHandl
     const uint64_t uid = logged ? state.next_uid.fetch_add(1) : 0;
     if (logged) res.set_header(kRequestIdHeader, std::to_string(uid));
     std::string error_message;
+    bool logged_by_job = false;
     try {
       if (spec.needs_auth) {
         AuthHeaders headers{req.get_header_value("Authorization"),
@@ -162,6 +163,7 @@ http::Server::Handler wrap_route(State& state, const RouteSpec& spec, RouteHandl
     } catch (const ApiError& e) {
       set_error(res, spec.style, e.status(), e.what(), e.param());
       error_message = e.what();
+      logged_by_job = e.logged_by_job();
       // Overload (429) and loading (503) are worth retrying: say when.
       if (e.status() == 429) res.set_header("Retry-After", "1");
       if (e.status() == 503) res.set_header("Retry-After", "5");
@@ -175,8 +177,8 @@ http::Server::Handler wrap_route(State& state, const RouteSpec& spec, RouteHandl
     state.metrics.add_in_flight(-1);
     const int status = res.status == -1 ? 200 : res.status;
     state.metrics.record_request(spec.path, status);
-    if (spec.log == RequestLog::kEveryRequest ||
-        (spec.log == RequestLog::kFailures && status >= 400)) {
+    if (!logged_by_job && (spec.log == RequestLog::kEveryRequest ||
+                           (spec.log == RequestLog::kFailures && status >= 400))) {
       log_answered(uid, req, status, error_message);
     }
   };

@@ -42,7 +42,7 @@ struct CacheLookupResult {
   // Time spent waiting for another request, prefilling the same prefix at the same time, to
   // checkpoint where the two prompts part (0: no wait).
   double shared_wait_ms = 0;
-  std::string rejected;     // reasons of candidates that failed a check, comma-separated
+  std::string rejected;  // reasons of candidates that failed a check, comma-separated
   uint64_t restore_bytes = 0;
   // Stage timings in milliseconds, for the log line and the timings object.
   double lookup_ms = 0, read_ms = 0, verify_ms = 0, install_ms = 0;
@@ -102,8 +102,11 @@ class CacheHooks {
   // The client went away or the server is stopping: `tokens` is what the client holds, the
   // prompt (or the part of it prefilled) and the generated tokens whose text reached it. The
   // session may hold more (generation ran ahead of a slow or vanished client) or the last token
-  // not yet fed; the hook may rewind or advance it.
-  virtual void on_interrupted(std::span<const int32_t> tokens, InferenceSession& session) {}
+  // not yet fed; the hook may rewind or advance it. Returns the checkpoint it left, for the
+  // request's log line ("interrupted@N"), or "" when it left none.
+  virtual std::string on_interrupted(std::span<const int32_t> tokens, InferenceSession& session) {
+    return {};
+  }
   // A request ended: a good time for background work (canonical-history pre-fill), before the
   // next request if it needs that work, else while none waits. `session` holds the last
   // request's state and may be advanced or reset by the hook, which must return promptly once

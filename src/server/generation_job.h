@@ -41,6 +41,9 @@ struct GenerationStats {
   double prefill_ms = 0;
   double ttft_ms = 0;  // from the start of processing to the first generated token
   double decode_ms = 0;
+  double run_ms = 0;  // from the slot taking it to its end
+  // A request cut short: the checkpoint the cache left of what the client holds ("" if none).
+  std::string checkpoint;
   CacheLookupResult cache;
   std::vector<std::string> normalized;  // prompt normalization rules that changed the request
   // Speculative decoding's steps, drafts, accepted drafts and tokens produced (all zero when off).
@@ -79,6 +82,8 @@ class GenerationJob {
 
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
+  // For work that checks it as it goes (the engine's prefill, at each step's end).
+  const std::atomic<bool>& cancel_flag() const { return cancelled_; }
 
   // The stream's writer tells, after each event written to the client, the event's
   // settled_tokens: the client has the text of that many generated tokens. A stream cut short

@@ -107,8 +107,10 @@ void remember_response(const ResponseContext& ctx, const nlohmann::json& output)
 }
 
 [[noreturn]] void throw_job_failure(const GenerationEvent& event) {
-  if (event.kind == GenerationEvent::Kind::kError) throw ApiError(event.status, event.message);
-  throw ApiError(503, "the request was cut short: the server is shutting down");
+  if (event.kind == GenerationEvent::Kind::kError) {
+    throw ApiError::of_logged_job(event.status, event.message);
+  }
+  throw ApiError::of_logged_job(503, "the request was cut short: the server is shutting down");
 }
 
 // How often a non-streaming request checks that its client is still connected.
@@ -126,7 +128,8 @@ json whole_response(const ResponseContext& ctx, const http::Request& req) {
       // next request (a long prefill would otherwise run to its end).
       if (req.is_connection_closed()) {
         ctx.job->cancel();
-        throw ApiError(499, "the client closed the connection before the answer was ready");
+        throw ApiError::of_logged_job(
+            499, "the client closed the connection before the answer was ready");
       }
       next_check = std::chrono::steady_clock::now() + kDisconnectPoll;
     }

@@ -162,15 +162,24 @@ class Run {
     // The cache's checkpoints must land exactly on their positions, so chunks end there too.
     std::vector<int64_t> stops = hooks_.checkpoint_positions(view_, pos);
     auto next_stop = stops.begin();
+    // A client that leaves stops the prefill at the next step's end; what was prefilled counts.
+    auto cancelled = [&] {
+      stats_.prefill_tokens = pos - stats_.cached_tokens;
+      stats_.prefill_ms = ms_since(prefill_start);
+      return false;
+    };
     while (pos < total) {
-      if (job_.cancelled()) return false;
+      if (job_.cancelled()) return cancelled();
       while (next_stop != stops.end() && *next_stop <= pos) ++next_stop;
       int64_t end = std::min<int64_t>(pos + settings_.prefill_chunk_tokens, total);
       if (next_stop != stops.end()) end = std::min(end, *next_stop);
       end = std::clamp(hooks_.chunk_end(session_.state_source(), pos, end), pos + 1, end);
-      int64_t n = end - pos;
-      session_.prefill(std::span<const int32_t>(prompt_ids_).subspan(pos, n));
-      pos += n;
+      const int64_t n = end - pos;
+      const int64_t fed = session_.prefill_until_cancelled(
+          std::span<const int32_t>(prompt_ids_).subspan(size_t(pos), size_t(n)),
+          job_.cancel_flag());
+      pos += fed;
+      if (fed < n) return cancelled();
       hooks_.on_prefill_progress(view_, session_.state_source());
       publish_progress(pos, prefill_start);
       if (std::chrono::duration<double>(Clock::now() - last_log).count() >=
@@ -334,10 +343,12 @@ class Run {
               ? std::min<size_t>(tokens.size(), session_.position())
               : prompt_ids_.size() + size_t(std::clamp<int64_t>(job_.delivered_tokens(), 0,
                                                                 int64_t(generated_.size())));
-      hooks_.on_interrupted(std::span<const int32_t>(tokens.data(), kept), session_);
+      stats_.checkpoint =
+          hooks_.on_interrupted(std::span<const int32_t>(tokens.data(), kept), session_);
     } else {
       hooks_.on_generation_end(tokens, session_.state_source(), next_turn_renderer());
     }
+    stats_.run_ms = ms_since(start_);
     GenerationEvent event;
     event.kind = GenerationEvent::Kind::kDone;
     event.finish = reason;

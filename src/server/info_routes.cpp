@@ -1,5 +1,7 @@
 // The routes that do not generate: GET /health and /v1/models; POST /tokenize, /detokenize
 // and /apply-template (shaped like llama.cpp's); POST /v1/messages/count_tokens (Anthropic).
+#include <cmath>
+
 #include "base/error.h"
 #include "server/api_server_state.h"
 #include "server/request_parser.h"
@@ -10,16 +12,27 @@ namespace {
 
 using json = nlohmann::json;
 
+// 200 once the model is loaded, with the queue: a server whose jobs stopped moving shows it
+// here (oldest_wait_ms grows; stalled once the scheduler's watchdog has logged a job).
 void health(const http::Request&, http::Response& res, State& state) {
-  bool ready;
+  Scheduler* scheduler;
   {
     std::lock_guard<std::mutex> lock(state.mutex);
-    ready = state.runtime != nullptr;
+    scheduler = state.runtime ? state.scheduler.get() : nullptr;
   }
-  res.status = ready ? 200 : 503;
-  set_json(res, ready ? json{{"status", "ok"}}
-                      : json{{"status", "loading"},
-                             {"error", {{"code", 503}, {"message", "Loading model"}}}});
+  if (!scheduler) {
+    res.status = 503;
+    set_json(res,
+             {{"status", "loading"}, {"error", {{"code", 503}, {"message", "Loading model"}}}});
+    return;
+  }
+  const QueueStatus queue = scheduler->status();
+  set_json(res, {{"status", "ok"},
+                 {"queue",
+                  {{"running", queue.running},
+                   {"waiting", queue.waiting},
+                   {"oldest_wait_ms", std::llround(queue.oldest_wait_ms)},
+                   {"stalled", queue.stalled}}}});
 }
 
 json model_entry(const std::string& id, int64_t context_length) {

@@ -4,6 +4,7 @@
 // real engine and text layers are plugged in by one adapter (runtime_loader.cpp).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -51,6 +52,14 @@ class InferenceSession {
   virtual void reset() = 0;
   // Appends prompt tokens (the engine chunks internally); logits() is then of the last one.
   virtual void prefill(std::span<const int32_t> ids) = 0;
+  // The same, stopping at the first engine step's end where `cancel` is set (a client that
+  // left): returns how many of `ids` were fed; the session is consistent there.
+  virtual int64_t prefill_until_cancelled(std::span<const int32_t> ids,
+                                          const std::atomic<bool>& cancel) {
+    if (cancel.load()) return 0;
+    prefill(ids);
+    return int64_t(ids.size());
+  }
   // Appends one generated token (a decode step: the engine computes it as a generated row).
   virtual void decode(int32_t id) { prefill(std::span<const int32_t>(&id, 1)); }
   virtual std::span<const float> logits() const = 0;
@@ -90,6 +99,10 @@ struct ModelRuntime {
   std::string architecture;    // from config.json, for the start-up line
   std::string description;     // layers by type, memory: the start-up summary
   int speculative_tokens = 0;  // draft tokens per speculative step; 0: off
+  int max_step_ms = 0;         // the engine's step time bound (--max-step-ms); 0: none
+  // Prompt tokens per second of one prefill at a context depth, as the engine measured it at
+  // start (for the start-up line: how long a cold prompt will take); optional.
+  std::function<double(int64_t depth)> prefill_rate;
   int64_t context_length = 0;
   // What the prefix cache keys its store with (engine/model_identity.h) and the shape of the
   // sessions' state; empty identity: this runtime cannot be cached.

@@ -301,15 +301,22 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
                  "Requests that may wait for the engine; more get 429")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  CLI::Option* parallel = app.add_option("--parallel", options.parallel,
-                 "Sequences in flight at once (1.." + std::to_string(kMaxParallel) +
-                     "); they share each engine step, so decode reads the weights once for all "
-                     "[default: " + std::to_string(kDefaultParallel) +
-                     ", 1 with --speculative]");
+  CLI::Option* parallel =
+      app.add_option("--parallel", options.parallel,
+                     "Sequences in flight at once (1.." + std::to_string(kMaxParallel) +
+                         "); they share each engine step, so decode reads the weights once for all "
+                         "[default: " +
+                         std::to_string(kDefaultParallel) + ", 1 with --speculative]");
   app.add_option("--max-batch-memory", options.max_batch_memory_mb,
                  "MiB of K/V and recurrent state the running sequences may need together at "
                  "worst (prompt + max_tokens each); a request waits for room, or gets 503 when "
                  "it cannot fit alone (0 = --parallel full-context sequences)")
+      ->capture_default_str();
+  app.add_option("--max-step-ms", options.max_step_ms,
+                 "Longest engine step, in ms: a long prefill is cut into steps this long, so "
+                 "sequences decoding beside it get a token at least this often, and a client "
+                 "that leaves stops its prefill within one step (0 = whole prefill chunks)")
+      ->check(CLI::Range(0, 600000))
       ->capture_default_str();
   try {
     app.parse(argc, argv);

@@ -21,6 +21,9 @@ namespace qmlx::server {
 // short request (an agent's title or side request) is answered during a long prefill instead of
 // after it (7.0 s against 75 s behind an 8k prefill); idle slots cost nothing.
 inline constexpr int kDefaultParallel = 4;
+// The longest an engine step carrying decode rows may take, in ms (--max-step-ms): the gap a
+// decoding sequence sees while another prefills. Chosen by measurement (BENCHMARKS.md).
+inline constexpr int kDefaultMaxStepMs = 500;
 
 // Sampling values used when a request does not set them.
 struct SamplingDefaults {
@@ -64,6 +67,9 @@ struct ServerOptions {
   // The budget of sequence state (K/V + recurrent) the running sequences may need together at
   // worst, in MiB (--max-batch-memory); 0: --parallel times one full-context sequence.
   int64_t max_batch_memory_mb = 0;
+  // Steps bounded in time (--max-step-ms): prompt rows are sized from measured step times so
+  // that a step lasts about this long; 0: steps of prefill_chunk tokens whatever they cost.
+  int max_step_ms = kDefaultMaxStepMs;
   // The config file's "cache" object, passed through untouched to the cache's own parser.
   nlohmann::json cache_config = nlohmann::json::object();
   // The config file's "prompt_normalization" object: which rules rewrite requests.

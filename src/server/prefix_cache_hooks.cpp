@@ -142,10 +142,9 @@ double PrefixCacheHooks::await_shared_prefix(const PromptView& prompt, const Sta
   for (const auto& [key, run] : running_) {
     if (key == &session) continue;
     const size_t n = std::min(run.ids.size(), prompt.ids.size());
-    int64_t point = std::mismatch(run.ids.begin(), run.ids.begin() + ptrdiff_t(n),
-                                  prompt.ids.begin())
-                        .first -
-                    run.ids.begin();
+    int64_t point =
+        std::mismatch(run.ids.begin(), run.ids.begin() + ptrdiff_t(n), prompt.ids.begin()).first -
+        run.ids.begin();
     // This prompt's end needs the logits there, which only that prompt's own end carries.
     if (point == int64_t(prompt.ids.size()) && point < int64_t(run.ids.size())) --point;
     // Too little to save, or not before that prefill's next pause (already passed, or inside
@@ -301,7 +300,8 @@ void PrefixCacheHooks::on_generation_end(std::span<const int32_t> tokens,
                                                                        int64_t(tokens.size())));
 }
 
-void PrefixCacheHooks::on_interrupted(std::span<const int32_t> tokens, InferenceSession& session) {
+std::string PrefixCacheHooks::on_interrupted(std::span<const int32_t> tokens,
+                                             InferenceSession& session) {
   end_running(session.state_source());
   Sequence& seq = sequence(session.state_source());
   seq.pending_history = nullptr;
@@ -312,16 +312,17 @@ void PrefixCacheHooks::on_interrupted(std::span<const int32_t> tokens, Inference
     // restore the deepest resume point (the prompt's end, in RAM) and prefill the delivered
     // reply again. Nothing delivered, or a prompt not restorable yet (that would cost a whole
     // prefill): the prompt_end snapshot already covers what the client has.
-    if (kept <= seq.prompt_tokens) return;
+    if (kept <= seq.prompt_tokens) return {};
     RestoreResult restored = cache_.restore(tokens, session.state_sink(), {0, /*quiet=*/true});
     if (!restored.hit || restored.cached_tokens < seq.prompt_tokens) {
       session.reset();
-      return;
+      return {};
     }
   }
   if (session.position() < kept) session.prefill(tokens.subspan(size_t(session.position())));
-  cache_.capture(session.state_source(), tokens, SnapshotKind::kInterrupted);
+  const bool captured = cache_.capture(session.state_source(), tokens, SnapshotKind::kInterrupted);
   seq.live.assign(tokens.begin(), tokens.end());
+  return captured ? "interrupted@" + std::to_string(kept) : std::string();
 }
 
 void PrefixCacheHooks::on_idle(InferenceSession& session, const IdlePreemption& preempted) {

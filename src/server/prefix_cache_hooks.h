@@ -45,7 +45,7 @@ class PrefixCacheHooks : public CacheHooks {
   void on_generation_end(std::span<const int32_t> tokens, const StateSource& session,
                          CanonicalHistory next_turn) override;
   // Checkpoints exactly what reached the client (rewinding a session that ran ahead of it).
-  void on_interrupted(std::span<const int32_t> tokens, InferenceSession& session) override;
+  std::string on_interrupted(std::span<const int32_t> tokens, InferenceSession& session) override;
   void on_idle(InferenceSession& session, const IdlePreemption& preempted) override;
   void flush() override;
 

@@ -74,6 +74,13 @@ class EngineSession : public InferenceSession {
     else
       session_.prefill(ids);
   }
+  int64_t prefill_until_cancelled(std::span<const int32_t> ids,
+                                  const std::atomic<bool>& cancel) override {
+    if (speculation_) return InferenceSession::prefill_until_cancelled(ids, cancel);
+    const int64_t before = session_.position();
+    session_.prefill(ids, {}, &cancel);
+    return session_.position() - before;
+  }
   void decode(int32_t id) override { session_.decode(id); }
   std::span<const float> logits() const override { return session_.logits(); }
   StateSource& state_source() override { return session_; }
@@ -236,7 +243,16 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
   // One step loop for every session: with --parallel N the slots' sequences share its steps.
   // Speculative decoding is not batched yet: its sessions run their forwards directly, which is
   // only safe with one slot (options.cpp refuses --speculative with --parallel above 1).
-  auto engine = std::make_shared<BatchEngine>(model);
+  BatchEngineOptions engine_options;
+  // Prefills alone get the same bound: their client may leave, and it is heard at a step's end.
+  engine_options.max_step_seconds = engine_options.max_prefill_step_seconds =
+      options.max_step_ms / 1000.0;
+  auto engine = std::make_shared<BatchEngine>(model, engine_options);
+  engine->calibrate();
+  runtime->max_step_ms = options.max_step_ms;
+  runtime->prefill_rate = [engine](int64_t depth) {
+    return engine->step_times().prefill_rate(depth, engine->step_tokens());
+  };
   if (speculative.draft_tokens == 0) session_options.engine = engine;
   runtime->new_session = [model, session_options, speculative] {
     return std::make_unique<EngineSession>(model, session_options, speculative);

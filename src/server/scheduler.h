@@ -5,9 +5,21 @@
 // (prompt + max_tokens rows of K/V plus the recurrent state) fits in the batch memory budget
 // beside the running sequences. After each job the cache's on_idle hook may use the slot's
 // session: it gives way to the next job unless that job needs its work (a fast client's next
-// turn arriving during the pre-fill of its own history); that job then waits for that slot
-// rather than running on another and prefilling the history again. At submit time a full queue is
-// refused (429), as is a job that could not fit even alone, or anything after stop() began (503).
+// turn arriving during the pre-fill of its own history). At submit time a full queue is refused
+// (429), as is a job that could not fit even alone, or anything after stop() began (503).
+//
+// Affinity. A job whose prompt begins with what one slot's session holds (the history its idle
+// work pre-fills, or the conversation its last job just answered) belongs to that slot: it
+// would restore a checkpoint or prefill again anywhere else. Exactly one slot is preferred (the
+// one holding the most of the prompt, the lowest on a tie), so two slots never wait for each
+// other. The job waits for that slot while its idle work produces the prompt's beginning (work
+// the job needs done anyway) and otherwise at most `affinity_wait`; then any free slot takes it.
+// Jobs behind one that waits for its slot may go first; a job that waits for memory holds back
+// those behind it (first come, first served). A cancelled job needs neither: any slot ends it.
+//
+// No wait is unbounded: a waiting slot re-checks the queue at least every kRecheck (a client
+// that left while queued is noticed then), and a job that no free slot has taken for
+// `watchdog_after` is logged once with the rule that holds it.
 #pragma once
 
 #include <chrono>
@@ -15,6 +27,8 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -31,11 +45,25 @@ struct SchedulerLimits {
   // Bytes of sequence state (K/V + recurrent) the running sequences may need together, at
   // worst; 0: no limit beyond the slots.
   uint64_t memory_budget_bytes = 0;
+  // How long a job waits for the slot that holds its conversation when that slot is not
+  // pre-filling it (it is finishing the last turn's checkpoints, or its idle work is elsewhere).
+  std::chrono::milliseconds affinity_wait{2000};
+  // A job no free slot has taken for this long is logged once, with the rule that holds it.
+  std::chrono::milliseconds watchdog_after{60000};
 };
 
 // The state one sequence of `tokens` positions holds: K/V rows of every attention layer and the
 // recurrent state of every Gated DeltaNet layer.
 uint64_t sequence_state_bytes(const StateLayout& layout, int64_t tokens);
+
+// The queue as /health shows it.
+struct QueueStatus {
+  size_t running = 0;
+  size_t waiting = 0;
+  double oldest_wait_ms = 0;  // the longest a queued job has waited (0 when none waits)
+  // A job has waited past the watchdog bound while a slot was free (see the log for the rule).
+  bool stalled = false;
+};
 
 class Scheduler {
  public:
@@ -56,18 +84,48 @@ class Scheduler {
 
   size_t queued() const;
   size_t running() const;
+  QueueStatus status() const;
 
  private:
-  // Idle work on `slot` must give way: the scheduler is stopping, or a job waits whose prompt
-  // does not begin with `needed`. Records that the slot is producing `needed`.
+  using Clock = std::chrono::steady_clock;
+  static constexpr size_t kNoSlot = size_t(-1);
+  // How often a waiting slot looks at the queue though nothing woke it.
+  static constexpr std::chrono::milliseconds kRecheck{250};
+
+  struct Waiting {
+    std::shared_ptr<GenerationJob> job;
+    Clock::time_point since;
+    bool watchdog_logged = false;
+  };
+  struct Slot {
+    bool running = false;       // runs a job
+    bool idle_working = false;  // inside the cache's on_idle
+    // The tokens its idle work produced or is producing (what it last passed to the
+    // pre-emption check), until it takes a job; empty otherwise.
+    std::vector<int32_t> producing;
+    // The last job it took: once answered, its session holds that conversation (prompt and
+    // reply) until the slot takes another job, so the conversation's next turn is its own.
+    std::shared_ptr<const GenerationJob> last_job;
+  };
+  // What a free slot may do now (caller holds mutex_).
+  struct Decision {
+    size_t take = kNoSlot;      // the queue index to take, or kNoSlot
+    Clock::time_point recheck;  // when the answer may change without a notification
+    std::string front_blocker;  // why the front job is not taken (empty when it is, or none)
+  };
+
+  // The one slot whose session holds the most of `prompt` (kNoSlot when none holds any).
+  size_t affinity_slot(std::span<const int32_t> prompt) const;
+  Decision decide(size_t slot, Clock::time_point now) const;
+  // Logs, once per job, a job that has waited past the watchdog bound while `slot` is free.
+  void watch(const Decision& decision, Clock::time_point now);
+  // Idle work on `slot` must give way: the scheduler is stopping, or a job waits that is not
+  // this slot's to take with what it produces. Records that the slot is producing `needed`.
   bool idle_must_yield(size_t slot, std::span<const int32_t> needed);
   // The most sequence state `job` can need: its prompt plus max_tokens generated rows.
   uint64_t worst_case_bytes(const GenerationJob& job) const;
-  // The front job can start now on `slot` (caller holds mutex_): a slot and memory are free,
-  // and no other slot's idle work is producing the beginning of its prompt (that slot takes it,
-  // its session holding that beginning, rather than another prefilling it again).
-  bool front_fits(size_t slot) const;
   void slot_loop(size_t slot);
+  void run_idle(size_t slot, InferenceSession& session);
   void run_one(GenerationJob& job, InferenceSession& session);
   void publish_gauges();  // caller holds mutex_
 
@@ -80,15 +138,11 @@ class Scheduler {
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<std::shared_ptr<GenerationJob>> queue_;
+  std::deque<Waiting> queue_;
   std::vector<std::shared_ptr<GenerationJob>> active_;
   uint64_t active_bytes_ = 0;  // worst cases of the active jobs
-  // Per slot: the tokens its last idle work produced or is producing, until it takes a job
-  // (what the hook last passed to the pre-emption check, copied), empty otherwise.
-  std::vector<std::vector<int32_t>> producing_;
-  // Per slot: the last job it took. Once answered, its session holds that conversation (prompt
-  // and reply) until the slot takes another job, so the conversation's next turn is its own.
-  std::vector<std::shared_ptr<const GenerationJob>> last_job_;
+  std::vector<Slot> slot_state_;
+  bool stalled_ = false;  // the watchdog fired for a job still queued
   bool stopping_ = false;
   bool exit_ = false;
   std::vector<std::thread> slots_;

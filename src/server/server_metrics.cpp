@@ -131,7 +131,8 @@ void ServerMetrics::record_generation(const GenerationStats& stats) {
   }
 }
 
-std::string request_log_line(uint64_t uid, FinishReason finish, const GenerationStats& stats) {
+std::string request_log_line(uint64_t uid, FinishReason finish, const GenerationStats& stats,
+                             int status) {
   const CacheLookupResult& cache = stats.cache;
   char line[512];
   std::snprintf(line, sizeof line, "uid=%llu %s cached=%lld prefill=%lld",
@@ -159,6 +160,12 @@ std::string request_log_line(uint64_t uid, FinishReason finish, const Generation
                 static_cast<long long>(stats.completion_tokens), stats.prefill_tokens_per_second(),
                 stats.decode_tokens_per_second(), stats.queue_ms, finish_name(finish));
   out += line;
+  // A request cut short says so, how long it ran and what the cache kept of it.
+  if (status != 200) {
+    std::snprintf(line, sizeof line, " status=%d ran=%.1fms checkpoint=%s", status, stats.run_ms,
+                  stats.checkpoint.empty() ? "none" : stats.checkpoint.c_str());
+    out += line;
+  }
   const SpeculativeCounts& spec = stats.speculative;
   if (spec.drafted > 0) {  // none when every step ran without drafts (a one-token reply)
     std::snprintf(line, sizeof line, " spec_accept=%.2f spec_tokens_per_step=%.2f",

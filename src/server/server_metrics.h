@@ -53,7 +53,9 @@ class ServerMetrics {
 // The per-request log line: starts exactly `uid=<n> <HIT|MISS> cached=<c> prefill=<p>`; has
 // `spec_accept=<accepted/drafted> spec_tokens_per_step=<t>` when speculative decoding ran; ends
 // with `normalized=<rule>,<rule>` when prompt normalization rules changed the request.
-std::string request_log_line(uint64_t uid, FinishReason finish, const GenerationStats& stats);
+// `status`: what the client got (200; 499 when it left; 503 when a server stop cut it short).
+std::string request_log_line(uint64_t uid, FinishReason finish, const GenerationStats& stats,
+                             int status = 200);
 
 // The log line of a request answered without generating (a rejection, an admin or info route):
 // `uid=<n> <METHOD> <path> status=<s>`, plus ` error="<message>"` for a failure. The message is

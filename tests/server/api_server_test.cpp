@@ -149,7 +149,16 @@ TEST_F(ApiServerTest, HealthIs503WhileLoadingThen200) {
   auto models = client_->Get("/v1/models", {{"Authorization", "Bearer x"}});
   EXPECT_EQ(models->status, 503);
   server_->set_ready(runtime_, hooks_);
-  EXPECT_EQ(client_->Get("/health")->status, 200);
+  auto ready = client_->Get("/health");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200);
+  // The queue, so a server whose jobs stopped moving is visible from outside.
+  const json health = json::parse(ready->body);
+  EXPECT_EQ(health["status"], "ok");
+  EXPECT_EQ(health["queue"]["waiting"], 0);
+  EXPECT_EQ(health["queue"]["running"], 0);
+  EXPECT_EQ(health["queue"]["oldest_wait_ms"], 0);
+  EXPECT_EQ(health["queue"]["stalled"], false);
 }
 
 TEST_F(ApiServerTest, ChatReturnsTheScriptWithUsageAndTimings) {

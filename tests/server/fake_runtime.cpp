@@ -184,10 +184,12 @@ void RecordingHooks::on_generation_end(std::span<const int32_t>, const StateSour
   ++generation_ends;
 }
 
-void RecordingHooks::on_interrupted(std::span<const int32_t> tokens, InferenceSession& session) {
+std::string RecordingHooks::on_interrupted(std::span<const int32_t> tokens,
+                                           InferenceSession& session) {
   std::lock_guard<std::mutex> lock(mutex);
   interrupted.emplace_back(tokens.begin(), tokens.end());
   interrupted_session_positions.push_back(session.position());
+  return {};
 }
 
 }  // namespace qmlx::server::testing

@@ -32,7 +32,7 @@ class RecordingHooks : public CacheHooks {
   void on_prompt_end(const PromptView& prompt, const StateSource& session) override;
   void on_generation_end(std::span<const int32_t> tokens, const StateSource& session,
                          CanonicalHistory next_turn) override;
-  void on_interrupted(std::span<const int32_t> tokens, InferenceSession& session) override;
+  std::string on_interrupted(std::span<const int32_t> tokens, InferenceSession& session) override;
   void flush() override { flushed = true; }
 
   std::mutex mutex;
