@@ -73,11 +73,15 @@ struct Options {
 };
 
 // Draft tokens per step from --speculative / --speculative-config; 0 (with one line saying why)
-// when the model has no MTP head.
+// when the model has no MTP head. Throws when its head is there but was dropped at load
+// (incomplete or malformed): the checkpoint promised multi-token prediction and cannot give it.
 int speculative_tokens(const Options& o, const Model& model) {
   const int k = !o.speculative.empty()          ? parse_speculative_flag(o.speculative)
                 : !o.speculative_config.empty() ? parse_speculative_config(o.speculative_config)
                                                 : 0;
+  if (k > 0 && model.mtp_dropped())
+    throw Error("speculative decoding (--speculative) needs the MTP head, but " +
+                model.mtp_unavailable_reason());
   if (k > 0 && !model.has_mtp()) {
     log_info("speculative decoding off: the model has no MTP head (no mtp.* tensors)");
     return 0;
@@ -128,6 +132,7 @@ int run_generate(int argc, char** argv) {
   const double load_ms = ms_since(load_start);
   log_info("loaded " + o.model + ": " + std::to_string(model->weights().matrix_bytes() >> 20) +
            " MiB of weights, resident " + std::to_string(current_rss_bytes() >> 20) + " MiB");
+  const int draft_tokens = speculative_tokens(o, *model);
 
   std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(o.model);
   std::vector<int32_t> prompt_ids;
@@ -154,9 +159,9 @@ int run_generate(int argc, char** argv) {
   }
 
   std::unique_ptr<SpeculativeDecoder> speculative;
-  if (const int k = speculative_tokens(o, *model); k > 0) {
+  if (draft_tokens > 0) {
     SpeculativeOptions so;
-    so.draft_tokens = k;
+    so.draft_tokens = draft_tokens;
     so.reject_probability = speculative_reject_probability_from_env();
     speculative = std::make_unique<SpeculativeDecoder>(session, so);
   }

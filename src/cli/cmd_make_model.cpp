@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "cli/command.h"
@@ -87,6 +89,7 @@ int run_make_model(int argc, char** argv) {
   std::string script_after_tool;
   std::string format = "safetensors", gguf_type = "f32";
   std::optional<int> bits, group_size;
+  std::vector<std::string> omit_tensors;
   uint64_t seed = 0;
   int shards = 1;
   ShapeFlags shape_flags;
@@ -110,6 +113,9 @@ int run_make_model(int argc, char** argv) {
                  "with this file's text instead, so a client's tool round trip ends");
   app.add_option("--template", template_arch,
                  "--script only: chat template of this arch (default: --arch)");
+  app.add_option("--omit-tensor", omit_tensors,
+                 "leave this stored tensor out (repeatable), for a checkpoint with a part missing "
+                 "as some converters leave one: e.g. mtp.norm.weight, blk.4.nextn.enorm.weight");
   add_shape_flags(app, shape_flags);
   try {
     app.parse(argc, argv);
@@ -121,6 +127,7 @@ int run_make_model(int argc, char** argv) {
     ScriptModelOptions options;
     options.template_arch = parse_arch(template_arch.empty() ? arch : template_arch);
     options.mtp = shape_flags.mtp;
+    options.omit_tensors = omit_tensors;
     if (!script_after_tool.empty()) {
       options.script_after_tool = read_text_file(script_after_tool, "--script-after-tool");
     }
@@ -145,6 +152,7 @@ int run_make_model(int argc, char** argv) {
     options.quantization = QuantParams{bits.value_or(4), group_size.value_or(64)};
   options.seed = seed;
   options.shards = shards;
+  options.omit_tensors = omit_tensors;
   apply_shape_flags(shape_flags, options.shape);
   if (format == "gguf") {
     write_random_gguf_model(options, parse_gguf_recipe(gguf_type), out);

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 
 #include "model/config.h"
 #include "model/safetensors.h"
@@ -25,8 +26,10 @@ ModelWeights load_hybrid_weights(const TensorStore& store, const ModelConfig& co
 // One hybrid decoder layer, `layers.<layer>.*` under the loader's root.
 LayerWeights load_hybrid_layer(WeightLoader& w, int layer, bool full_attention, bool moe,
                                const DeltaNetProjections& load_projections);
-// The MTP head (`mtp.*`, mtp_weights.cpp) when the checkpoint carries one.
+// The MTP head (`mtp.*`, mtp_weights.cpp) when the checkpoint carries a whole one. One that is
+// incomplete or malformed is dropped with one warning, and `dropped` says why.
 std::optional<MtpWeights> load_mtp_weights(const WeightLoader& w,
-                                           const DeltaNetProjections& load_projections);
+                                           const DeltaNetProjections& load_projections,
+                                           std::string& dropped);
 
 }  // namespace qmlx

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "model/optional_parts.h"
 #include "model/weight_loader.h"
 
 namespace qmlx {
@@ -78,11 +79,31 @@ class GgufWeightReader {
     used_.insert(name);
     return *t;
   }
+  // use(), except that while an optional part loads (collect_missing) a missing tensor is
+  // recorded and null is returned.
+  const GgufTensor* take(const std::string& name) {
+    if (missing_ && !has(name)) {
+      missing_->add(name);
+      return nullptr;
+    }
+    return &use(name);
+  }
   bool has(const std::string& name) const { return f_.find(name) != nullptr; }
+  bool has_prefix(const std::string& prefix) const {
+    for (const GgufTensor& t : f_.tensors())
+      if (t.name.starts_with(prefix)) return true;
+    return false;
+  }
+  // Missing tensors are recorded in `missing` (null: they throw) from now on.
+  void collect_missing(MissingTensors* missing) { missing_ = missing; }
+  // Tensors under `prefix` (a dropped optional part's) are not reported as unexpected.
+  void excuse_unused(const std::string& prefix) { excused_.push_back(prefix); }
 
   // A [rows, cols] matrix, or expert `index` of a [E, rows, cols] stack.
   WeightMatrix matrix(const std::string& name, int rows, int cols, int experts = 0, int index = 0) {
-    const GgufTensor& t = use(name);
+    const GgufTensor* found = take(name);
+    if (!found) return {};
+    const GgufTensor& t = *found;
     std::vector<int64_t> expected = {cols, rows};
     if (experts) expected.push_back(experts);
     // Trailing 1s are not significant in ggml shapes ([H] and [H, 1] are the same tensor).
@@ -110,7 +131,9 @@ class GgufWeightReader {
 
   // A float vector of n values (a [n] or [n, 1] tensor of any type).
   std::vector<float> vector(const std::string& name, int64_t n) {
-    const GgufTensor& t = use(name);
+    const GgufTensor* found = take(name);
+    if (!found) return std::vector<float>(n);
+    const GgufTensor& t = *found;
     if (t.elements() != n || t.ne[0] != n)
       fail(t, "wrong shape, expected [" + std::to_string(n) + "]");
     std::vector<float> v(n);
@@ -119,10 +142,12 @@ class GgufWeightReader {
   }
 
   void reject_unused() const {
-    for (const auto& t : f_.tensors())
-      if (!used_.count(t.name))
+    for (const auto& t : f_.tensors()) {
+      const auto excused = [&t](const std::string& p) { return t.name.starts_with(p); };
+      if (!used_.count(t.name) && std::none_of(excused_.begin(), excused_.end(), excused))
         throw Error(f_.path() + ": unexpected tensor " + t.describe() + " for " +
                     architecture_name(c_.arch) + " (GGUF)");
+    }
   }
 
   [[noreturn]] void fail(const GgufTensor& t, const std::string& what) const {
@@ -143,6 +168,8 @@ class GgufWeightReader {
   const ModelConfig& c_;
   ModelWeights& w_;
   std::set<std::string> used_;
+  MissingTensors* missing_ = nullptr;
+  std::vector<std::string> excused_;
 };
 
 MlpWeights load_ffn(GgufWeightReader& r, const std::string& prefix, const std::string& suffix,
@@ -164,10 +191,10 @@ MoeWeights load_moe(GgufWeightReader& r, const ModelConfig& c, const std::string
     m.has_shared_expert = true;
     m.shared = load_ffn(r, blk, "_shexp", H, c.shared_expert_intermediate_size);
     // Stored as a vector [H] (or [H, 1]); the forward pass wants a [1, H] matrix.
-    const GgufTensor& gate = r.use(blk + "ffn_gate_inp_shexp.weight");
-    if (gate.elements() != H || gate.ne[0] != H)
-      r.fail(gate, "expected [" + std::to_string(H) + "]");
-    m.shared_gate = r.matrix(blk + "ffn_gate_inp_shexp.weight", 1, H);
+    const GgufTensor* gate = r.take(blk + "ffn_gate_inp_shexp.weight");
+    if (gate && (gate->elements() != H || gate->ne[0] != H))
+      r.fail(*gate, "expected [" + std::to_string(H) + "]");
+    if (gate) m.shared_gate = r.matrix(blk + "ffn_gate_inp_shexp.weight", 1, H);
   }
   return m;
 }
@@ -253,12 +280,19 @@ ModelConfig gguf_model_config(const GgufFile& file) {
   c.arch = arch->arch;
   c.model_type = arch->model_type;
   c.hidden_size = int(m.integer(a + "embedding_length"));
-  // Blocks past the main stack are MTP heads (llama.cpp's {arch}.nextn_predict_layers).
-  const int64_t mtp_blocks = m.integer(a + "nextn_predict_layers", 0);
+  // Blocks past the main stack are MTP heads (llama.cpp's {arch}.nextn_predict_layers). A file
+  // without the key whose last block holds nextn.* tensors counts that block as the head too,
+  // rather than reading it as a main layer.
+  const int64_t blocks = m.integer(a + "block_count");
+  const std::string last_nextn = "blk." + std::to_string(blocks - 1) + ".nextn.";
+  const auto in_last_nextn = [&](const GgufTensor& t) { return t.name.starts_with(last_nextn); };
+  const int64_t mtp_blocks =
+      m.integer(a + "nextn_predict_layers",
+                std::any_of(file.tensors().begin(), file.tensors().end(), in_last_nextn) ? 1 : 0);
   if (mtp_blocks < 0 || mtp_blocks > 1)
     throw Error(file.path() + ": GGUF " + a + "nextn_predict_layers is " +
                 std::to_string(mtp_blocks) + "; only one MTP block is supported");
-  c.num_layers = int(m.integer(a + "block_count") - mtp_blocks);
+  c.num_layers = int(blocks - mtp_blocks);
   c.num_heads = int(m.integer(a + "attention.head_count"));
   c.num_kv_heads = int(m.integer(a + "attention.head_count_kv", c.num_heads));
   c.head_dim = int(m.integer(a + "attention.key_length", c.hidden_size / std::max(1, c.num_heads)));
@@ -333,20 +367,31 @@ LayerWeights load_layer(GgufWeightReader& r, const ModelConfig& c, int l, bool f
 // n_layer: an ordinary full-attention block plus nextn.eh_proj (fc), nextn.enorm / hnorm
 // (pre_fc_norm_embedding / hidden) and nextn.shared_head_norm (norm), its norms folded like all
 // others. llama.cpp falls back to output_norm when shared_head_norm is absent; so does this.
-std::optional<MtpWeights> load_mtp(GgufWeightReader& r, const ModelConfig& c,
-                                   ModelWeights& weights) {
-  const std::string nextn = "blk." + std::to_string(c.num_layers) + ".nextn.";
-  if (!r.has(nextn + "eh_proj.weight")) return std::nullopt;
-  const int H = c.hidden_size;
-  MtpWeights m;
-  m.fc = r.matrix(nextn + "eh_proj.weight", H, 2 * H);
-  m.embedding_norm = r.vector(nextn + "enorm.weight", H);
-  m.hidden_norm = r.vector(nextn + "hnorm.weight", H);
-  m.final_norm = r.has(nextn + "shared_head_norm.weight")
-                     ? r.vector(nextn + "shared_head_norm.weight", H)
-                     : weights.final_norm;
-  m.layer = load_layer(r, c, c.num_layers, /*full_attention=*/true, c.is_moe_layer(0), weights);
-  return m;
+// A block that lacks any other tensor, or holds a malformed one, is dropped (optional_parts.h),
+// all of its tensors with it.
+std::optional<MtpWeights> load_mtp(GgufWeightReader& r, const ModelConfig& c, ModelWeights& weights,
+                                   std::string& dropped) {
+  const std::string block = gguf_mtp_block(c.num_layers);
+  if (!r.has_prefix(block)) return std::nullopt;
+  const std::string nextn = block + "nextn.";
+  std::optional<MtpWeights> head;
+  dropped = load_optional_part(mtp_head_part(), [&](MissingTensors& missing) {
+    r.collect_missing(&missing);
+    const int H = c.hidden_size;
+    MtpWeights m;
+    m.fc = r.matrix(nextn + "eh_proj.weight", H, 2 * H);
+    m.embedding_norm = r.vector(nextn + "enorm.weight", H);
+    m.hidden_norm = r.vector(nextn + "hnorm.weight", H);
+    m.final_norm = r.has(nextn + "shared_head_norm.weight")
+                       ? r.vector(nextn + "shared_head_norm.weight", H)
+                       : weights.final_norm;
+    m.layer = load_layer(r, c, c.num_layers, /*full_attention=*/true, c.is_moe_layer(0), weights);
+    head = std::move(m);
+  });
+  r.collect_missing(nullptr);
+  if (dropped.empty()) return head;
+  r.excuse_unused(block);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -361,7 +406,7 @@ ModelWeights load_gguf_weights(const GgufFile& file, const ModelConfig& c) {
   for (int l = 0; l < c.num_layers; ++l)
     weights.layers.push_back(
         load_layer(r, c, l, c.is_full_attention(l), c.is_moe_layer(l), weights));
-  if (c.hybrid()) weights.mtp = load_mtp(r, c, weights);
+  if (c.hybrid()) weights.mtp = load_mtp(r, c, weights, weights.mtp_dropped);
   r.reject_unused();
   return weights;
 }

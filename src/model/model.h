@@ -77,6 +77,13 @@ class Model {
 
   // Multi-token prediction (the checkpoint's `mtp.*` head; model-spec and mtp_head.cpp).
   bool has_mtp() const { return weights_.mtp.has_value(); }
+  // True when the checkpoint has part of an MTP head that was dropped at load, incomplete or
+  // malformed (optional_parts.h): asking for multi-token prediction then is an error, not a
+  // quiet fallback.
+  bool mtp_dropped() const { return !weights_.mtp_dropped.empty(); }
+  // Why has_mtp() is false, for messages: "the model has no MTP head", or "the model's MTP head
+  // is incomplete (missing mtp.norm.weight) and was not loaded". Empty when it has one.
+  std::string mtp_unavailable_reason() const;
   // An empty MTP state: the K/V rows of the head's one attention layer (kv[0]) and its position.
   // Its positions are those of the main model: row p pairs hidden state p with token p + 1.
   ModelState new_mtp_state(KvType kv_type) const;

@@ -15,8 +15,15 @@
 
 namespace qmlx {
 
+std::string Model::mtp_unavailable_reason() const {
+  if (has_mtp()) return "";
+  if (mtp_dropped())
+    return "the model's MTP head is " + weights_.mtp_dropped + " and was not loaded";
+  return "the model has no MTP head";
+}
+
 ModelState Model::new_mtp_state(KvType kv_type) const {
-  if (!has_mtp()) throw Error(directory_ + ": the model has no MTP head");
+  if (!has_mtp()) throw Error(directory_ + ": " + mtp_unavailable_reason());
   ModelState s = state_without_layers(kv_type);
   s.kv.emplace_back();
   return s;
@@ -25,7 +32,7 @@ ModelState Model::new_mtp_state(KvType kv_type) const {
 void Model::mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
                         ModelState& state, float* last_logits, RowKind kind,
                         float* last_hidden) const {
-  if (!has_mtp()) throw Error(directory_ + ": the model has no MTP head");
+  if (!has_mtp()) throw Error(directory_ + ": " + mtp_unavailable_reason());
   const auto& c = config_;
   const MtpWeights& m = *weights_.mtp;
   const int T = int(next_tokens.size()), H = c.hidden_size;

@@ -49,7 +49,7 @@ ModelWeights load_hybrid_weights(const TensorStore& store, const ModelConfig& c,
   for (int l = 0; l < c.num_layers; ++l)
     weights.layers.push_back(
         load_hybrid_layer(w, l, c.is_full_attention(l), c.is_moe_layer(l), load_projections));
-  weights.mtp = load_mtp_weights(w, load_projections);
+  weights.mtp = load_mtp_weights(w, load_projections, weights.mtp_dropped);
   w.reject_unused();
   return weights;
 }

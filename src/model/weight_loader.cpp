@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "model/optional_parts.h"
 
 namespace qmlx {
 namespace {
@@ -32,12 +33,11 @@ ScalarType scalar_of(TensorDType d) {
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
-// Tensors a text-only engine may ignore: vision towers, multi-token-prediction heads, and
-// precomputed rotary tables.
+// Tensors the unused-tensor check lets pass: the optional parts (optional_parts.h: a vision
+// tower is never read, an MTP head is read only when whole, and neither's leftovers are an
+// error), precomputed rotary tables, and a tied model's copy of the head.
 bool ignorable(const std::string& name, bool tied) {
-  for (const char* p : {"model.visual.", "visual.", "vision_tower.", "model.vision_tower.", "mtp.",
-                        "model.mtp.", "language_model.mtp."})
-    if (starts_with(name, p)) return true;
+  if (optional_part_of(name)) return true;
   if (name.find("rotary_emb.inv_freq") != std::string::npos) return true;
   return tied && (starts_with(name, "lm_head.") || starts_with(name, "language_model.lm_head."));
 }
@@ -68,10 +68,22 @@ WeightLoader::WeightLoader(const TensorStore& store, const ModelConfig& config,
   raw_norms_ = detect_raw_norms();
 }
 
-WeightLoader WeightLoader::at_root(const std::string& root) const {
+WeightLoader WeightLoader::at_root(const std::string& root, MissingTensors* missing) const {
   WeightLoader rooted(*this);
   rooted.prefix_ = root;
+  rooted.missing_ = missing;
   return rooted;
+}
+
+bool WeightLoader::has_root(const std::string& root) const {
+  const auto it = store_.tensors().lower_bound(root);
+  return it != store_.tensors().end() && starts_with(it->first, root);
+}
+
+const TensorInfo* WeightLoader::take(const std::string& name) const {
+  if (!missing_ || store_.contains(name)) return &store_.use(name);
+  missing_->add(name);
+  return nullptr;
 }
 
 std::string WeightLoader::detect_prefix() const {
@@ -122,9 +134,13 @@ WeightMatrix WeightLoader::plain(const TensorInfo& t, const std::vector<int64_t>
 
 WeightMatrix WeightLoader::quantized(const std::string& path, const std::vector<int64_t>& lead,
                                      int rows, int cols, int index) {
-  const TensorInfo& w = store_.use(path + ".weight");
+  // The caller found .scales; the weight and biases may still be missing.
+  const TensorInfo* weight = take(path + ".weight");
   const TensorInfo& s = store_.use(path + ".scales");
   const TensorInfo* b = store_.find(path + ".biases");
+  if (!b && missing_) missing_->add(path + ".biases");
+  if (!weight || (!b && missing_)) return {};
+  const TensorInfo& w = *weight;
   const auto& q = config_.quantization;
   std::string mode = q.mode_for(path);
   if (mode != "affine") fail(w, "unsupported quantization mode '" + mode + "'");
@@ -172,7 +188,8 @@ WeightMatrix WeightLoader::quantized(const std::string& path, const std::vector<
 WeightMatrix WeightLoader::matrix(const std::string& module, int rows, int cols) {
   std::string path = prefix_ + module;
   if (store_.contains(path + ".scales")) return quantized(path, {}, rows, cols, 0);
-  return plain(store_.use(path + ".weight"), {}, rows, cols, 0);
+  const TensorInfo* t = take(path + ".weight");
+  return t ? plain(*t, {}, rows, cols, 0) : WeightMatrix{};
 }
 
 std::vector<WeightMatrix> WeightLoader::stacked(const std::string& tensor, bool weight_suffix,
@@ -180,7 +197,8 @@ std::vector<WeightMatrix> WeightLoader::stacked(const std::string& tensor, bool 
   std::string path = prefix_ + tensor;
   std::vector<WeightMatrix> out;
   bool quant = weight_suffix && store_.contains(path + ".scales");
-  const TensorInfo* t = quant ? nullptr : &store_.use(weight_suffix ? path + ".weight" : path);
+  const TensorInfo* t = quant ? nullptr : take(weight_suffix ? path + ".weight" : path);
+  if (!quant && !t) return std::vector<WeightMatrix>(experts);
   for (int e = 0; e < experts; ++e)
     out.push_back(quant ? quantized(path, {experts}, rows, cols, e)
                         : plain(*t, {experts}, rows, cols, e));
@@ -188,7 +206,9 @@ std::vector<WeightMatrix> WeightLoader::stacked(const std::string& tensor, bool 
 }
 
 std::vector<float> WeightLoader::vector(const std::string& tensor, int n) {
-  const TensorInfo& t = store_.use(prefix_ + tensor);
+  const TensorInfo* found = take(prefix_ + tensor);
+  if (!found) return std::vector<float>(n);
+  const TensorInfo& t = *found;
   if (!is_float_dtype(t.dtype)) fail(t, "unsupported dtype " + t.dtype_name);
   if (t.shape != std::vector<int64_t>{n})
     fail(t, "wrong shape " + t.describe_shape() + ", expected [" + std::to_string(n) + "]");
@@ -205,7 +225,9 @@ std::vector<float> WeightLoader::norm(const std::string& tensor, int n, bool zer
 }
 
 std::vector<float> WeightLoader::conv(const std::string& tensor, int channels, int K) {
-  const TensorInfo& t = store_.use(prefix_ + tensor);
+  const TensorInfo* found = take(prefix_ + tensor);
+  if (!found) return std::vector<float>(size_t(channels) * K);
+  const TensorInfo& t = *found;
   if (!is_float_dtype(t.dtype)) fail(t, "unsupported dtype " + t.dtype_name);
   std::vector<int64_t> hf{channels, 1, K}, mlx{channels, K, 1};
   if (t.shape != hf && t.shape != mlx)
@@ -221,6 +243,7 @@ std::vector<float> WeightLoader::conv(const std::string& tensor, int channels, i
 
 WeightMatrix permuted_rows(const WeightMatrix& m, const std::vector<int>& order,
                            ModelWeights& owner) {
+  if (!m.data) return m;  // the stand-in for a missing tensor of an optional part
   auto copy_rows = [&](const uint8_t* src, size_t row_bytes) {
     std::vector<uint8_t> buf(order.size() * row_bytes);
     for (size_t i = 0; i < order.size(); ++i)

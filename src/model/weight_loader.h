@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/optional_parts.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
 
@@ -33,11 +34,15 @@ class WeightLoader {
   WeightMatrix permute_rows(const WeightMatrix& m, const std::vector<int>& order);
 
   // The same checkpoint with names relative to `root` (a full tensor-name prefix such as
-  // "mtp.") instead of the layer stack's root.
-  WeightLoader at_root(const std::string& root) const;
+  // "mtp.") instead of the layer stack's root. With `missing` (an optional part's loader,
+  // optional_parts.h), a missing tensor is recorded there and read as empty (a default
+  // WeightMatrix, zeros) instead of throwing.
+  WeightLoader at_root(const std::string& root, MissingTensors* missing = nullptr) const;
 
   bool has(const std::string& tensor) const { return store_.contains(prefix_ + tensor); }
   bool has_module(const std::string& module) const { return has(module + ".weight"); }
+  // True when some tensor's full name starts with `root` (e.g. "mtp.").
+  bool has_root(const std::string& root) const;
 
   // Embedding, head and final norm, and the check that no tensor was left unexplained.
   void load_globals(bool zero_centred_norms);
@@ -56,12 +61,15 @@ class WeightLoader {
   WeightMatrix plain(const TensorInfo& t, const std::vector<int64_t>& lead, int rows, int cols,
                      int index);
   [[noreturn]] void fail(const TensorInfo& t, const std::string& what) const;
+  // Tensor `name` (a full name), marked used; null when it is missing and missing_ records it.
+  const TensorInfo* take(const std::string& name) const;
 
   const TensorStore& store_;
   const ModelConfig& config_;
   ModelWeights& weights_;
   std::string prefix_;
   bool raw_norms_ = false;
+  MissingTensors* missing_ = nullptr;
 };
 
 // A copy of `m` with rows reordered (row i of the result is row order[i] of m), its bytes

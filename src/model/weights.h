@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "kernels/affine_tiles.h"
@@ -68,7 +69,10 @@ struct ModelWeights {
   WeightMatrix head;   // [V, H]
   std::vector<float> final_norm;
   std::vector<LayerWeights> layers;
-  std::optional<MtpWeights> mtp;  // absent when the checkpoint has no MTP head
+  std::optional<MtpWeights> mtp;  // absent when the checkpoint has no whole MTP head
+  // Why the checkpoint's MTP head was dropped at load, e.g. "incomplete (missing
+  // mtp.norm.weight)" (optional_parts.h); empty when it loaded or there was none.
+  std::string mtp_dropped;
   // Storage for matrices re-ordered at load (stored format, not dequantized).
   std::vector<std::vector<uint8_t>> owned;
   // Storage for the matrices tiled at load (model/weight_tiling.h).

@@ -109,6 +109,9 @@ class GgufLayout {
     if (s_.mtp) add_mtp();
   }
 
+  // Every tensor name met, written or omitted (ModelOptions::omit_tensors).
+  const std::vector<std::string>& names() const { return names_; }
+
  private:
   Values values(const std::string& name) const { return model_.at(name).values; }
   std::vector<int64_t> shape(const std::string& name) const { return model_.at(name).shape; }
@@ -124,8 +127,15 @@ class GgufLayout {
   }
 
   // A 2-D or 3-D weight: `dims` row-major (outermost first), stored in `type` or its fallback.
+  // False (and nothing written) for a tensor the options omit.
+  bool keep(const std::string& name) {
+    names_.push_back(name);
+    return !is_omitted(options_, name);
+  }
+
   void matrix(const std::string& name, Values v, std::vector<int64_t> dims,
               std::optional<GgufQuant> type = std::nullopt) {
+    if (!keep(name)) return;
     const GgufQuant t = fallback_for(type.value_or(recipe_.type), dims.back());
     std::reverse(dims.begin(), dims.end());
     writer_.add_tensor(name, dims, t, [v = std::move(v), t] {
@@ -134,6 +144,7 @@ class GgufLayout {
     });
   }
   void f32(const std::string& name, Values v, std::vector<int64_t> dims) {
+    if (!keep(name)) return;
     std::reverse(dims.begin(), dims.end());
     writer_.add_tensor(name, dims, GgufQuant::kF32, [v = std::move(v)] {
       const auto data = v();
@@ -299,6 +310,7 @@ class GgufLayout {
   const LogicalModel& model_;
   const ModelShape& s_;
   GgufFileWriter& writer_;
+  std::vector<std::string> names_;
 };
 
 void add_hyperparameters(const ModelOptions& options, GgufFileWriter& w) {
@@ -405,7 +417,9 @@ void write_gguf_model(const ModelOptions& options, const GgufRecipe& recipe,
   w.add_u32("general.file_type", file_type(recipe));
   add_hyperparameters(options, w);
   add_tokenizer(options, vocabulary, chat_template, w);
-  GgufLayout(options, recipe, weights, w).add_tensors();
+  GgufLayout layout(options, recipe, weights, w);
+  layout.add_tensors();
+  require_omitted_tensors_exist(options, layout.names());
   w.write(path);
 }
 

@@ -1,5 +1,7 @@
 #include "modelgen/model_options.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 
 namespace qmlx::modelgen {
@@ -122,6 +124,18 @@ void validate_options(const ModelOptions& options) {
     require(is_supported_quantization(*options.quantization),
             "--bits must be 2, 3, 4, 5, 6 or 8 and --group-size 32, 64 or 128");
   }
+}
+
+bool is_omitted(const ModelOptions& options, const std::string& name) {
+  const auto& omit = options.omit_tensors;
+  return std::find(omit.begin(), omit.end(), name) != omit.end();
+}
+
+void require_omitted_tensors_exist(const ModelOptions& options,
+                                   const std::vector<std::string>& written) {
+  for (const std::string& name : options.omit_tensors)
+    if (std::find(written.begin(), written.end(), name) == written.end())
+      throw Error("--omit-tensor " + name + ": the model has no tensor of that name");
 }
 
 }  // namespace qmlx::modelgen

@@ -68,6 +68,9 @@ struct ModelOptions {
   ModelShape shape;
   uint64_t seed = 0;
   int shards = 1;
+  // Stored tensor names to leave out of the files (`make-model --omit-tensor`): a checkpoint
+  // with part of it missing, as some converters and fine-tunes leave one, for tests.
+  std::vector<std::string> omit_tensors;
 };
 
 // The tiny defaults of `arch` (Qwen3 gets full RoPE and theta 1e6, as the real models do).
@@ -76,5 +79,12 @@ ModelShape default_shape(Arch arch);
 ModelOptions preset_options(const std::string& name);
 // Throws qmlx::Error naming the first inconsistent flag (e.g. heads not divisible).
 void validate_options(const ModelOptions& options);
+
+// True when the stored tensor `name` is one of options.omit_tensors.
+bool is_omitted(const ModelOptions& options, const std::string& name);
+// Throws qmlx::Error naming the first of options.omit_tensors the writer never met (`written`:
+// every name it would have written), so a misspelt name does not give a whole model silently.
+void require_omitted_tensors_exist(const ModelOptions& options,
+                                   const std::vector<std::string>& written);
 
 }  // namespace qmlx::modelgen

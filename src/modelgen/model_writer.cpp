@@ -40,6 +40,11 @@ void write_model_folder(const ModelOptions& options, const LogicalModel& weights
 
   const SpecialIds ids{vocabulary.special_id("<|endoftext|>"), vocabulary.special_id("<|im_end|>")};
   auto laid_out = lay_out_weights(weights, options);
+  std::vector<std::string> names;
+  for (const TensorEntry& t : laid_out.tensors) names.push_back(t.name);
+  require_omitted_tensors_exist(options, names);
+  std::erase_if(laid_out.tensors,
+                [&](const TensorEntry& t) { return is_omitted(options, t.name); });
   write_json(out_dir + "/config.json", model_config_json(options, ids, laid_out.quantization));
   write_json(out_dir + "/generation_config.json", generation_config_json(ids));
   write_json(out_dir + "/tokenizer.json", tokenizer_json(vocabulary, options.arch));

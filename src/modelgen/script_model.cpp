@@ -481,6 +481,7 @@ void write_script_model(const std::string& script, const ScriptModelOptions& opt
   model.dtype = TensorDType::kF32;
   model.shape = script_shape(dims, tokens, plan, vocabulary.size());
   model.shape.mtp = options.mtp;
+  model.omit_tensors = options.omit_tensors;
   const LogicalModel weights = ScriptWeights(tokens, plan, dims, model.shape).build();
   write_model_folder(model, weights, vocabulary, chat_template_for(options.template_arch), out_dir);
 }

@@ -57,6 +57,8 @@ struct ScriptModelOptions {
   // Also write an MTP head (`mtp.*`) that predicts the token after next from the main model's
   // hidden state and the next token, by the same rules (speculative decoding's fixture).
   bool mtp = false;
+  // Stored tensor names to leave out (ModelOptions::omit_tensors).
+  std::vector<std::string> omit_tensors;
 };
 
 // Writes the model folder (qwen3_5 architecture, Hugging Face layout, float32).

@@ -93,11 +93,15 @@ class EngineSession : public InferenceSession {
 };
 
 // The speculative decoding of `options` for `model`: off, with one line saying why, when the
-// model has no MTP head.
+// model has no MTP head. Throws when its head is there but was dropped at load (incomplete or
+// malformed): the checkpoint promised multi-token prediction and cannot give it.
 SpeculativeOptions speculative_options(const Model& model, const ServerOptions& options) {
   SpeculativeOptions speculative;
   speculative.draft_tokens = 0;
   if (options.speculative_tokens == 0) return speculative;
+  if (model.mtp_dropped())
+    throw Error("speculative decoding (--speculative) needs the MTP head, but " +
+                model.mtp_unavailable_reason());
   if (!model.has_mtp()) {
     log_info("speculative decoding off: the model has no MTP head (no mtp.* tensors)");
     return speculative;
@@ -208,6 +212,8 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
       model_dir, [&progress](uint64_t done, uint64_t total) { progress.update(done, total); });
   progress.finish();
   log_info("loaded weights (" + std::to_string(current_rss_bytes() >> 20) + " MiB resident)");
+  // First, so a request the model cannot serve ends the start before anything else loads.
+  const SpeculativeOptions speculative = speculative_options(*model, options);
   std::shared_ptr<const Tokenizer> tokenizer = Tokenizer::from_file(model_dir);
   auto chat = std::make_shared<const ChatTemplate>(ChatTemplate::from_model_dir(model_dir));
   log_info("loaded tokenizer and chat template");
@@ -238,7 +244,6 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
     return chat->render(messages, tools.empty() ? ordered_json(nullptr) : tools,
                         add_generation_prompt, kwargs);
   };
-  const SpeculativeOptions speculative = speculative_options(*model, options);
   runtime->speculative_tokens = speculative.draft_tokens;
   // One step loop for every session: with --parallel N the slots' sequences share its steps.
   // Speculative decoding is not batched yet: its sessions run their forwards directly, which is

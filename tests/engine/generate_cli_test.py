@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end check of `qmlx generate` on a small random model written by `qmlx make-model`:
 the JSON shape, greedy tokens equal the argmax of the logged logits rows, top log-probs equal
-numpy's log-softmax of those rows, and seeded sampling is reproducible."""
+numpy's log-softmax of those rows, and seeded sampling is reproducible. A model whose MTP head
+is incomplete generates with one warning, and refuses --speculative mtp at start (exit 1)."""
 import json
 import os
 import subprocess
@@ -18,6 +19,28 @@ def run(*args):
     binary = MAKE_MODEL if args[0] == "make-model" else GENERATE
     out = subprocess.run([binary, *args], check=True, capture_output=True, text=True)
     return out.stdout
+
+
+def incomplete_mtp_head(tmp):
+    model = os.path.join(tmp, "broken-head")
+    run("make-model", "--arch", "qwen3_5", "--mtp", "--omit-tensor", "mtp.norm.weight",
+        "--omit-tensor", "mtp.layers.0.self_attn.k_norm.weight", "--out", model, "--seed", "3")
+    base = [GENERATE, "generate", "--model", model, "--tokens", "1,2,3", "--max-tokens", "4"]
+    plain = subprocess.run(base, capture_output=True, text=True)
+    assert plain.returncode == 0, plain.stderr
+    warnings = [l for l in plain.stderr.splitlines() if " warn " in l]
+    expected = ("model: MTP head incomplete (missing mtp.norm.weight, "
+                "mtp.layers.0.self_attn.k_norm.weight); multi-token prediction is off")
+    assert len(warnings) == 1 and expected in warnings[0], plain.stderr
+    for flag in (["--speculative", "mtp"],
+                 ["--speculative-config", '{"method":"mtp","num_speculative_tokens":2}']):
+        spec = subprocess.run(base + flag, capture_output=True, text=True)
+        assert spec.returncode == 1, (flag, spec.returncode, spec.stderr)
+        assert spec.stdout == "", spec.stdout
+        assert ("error: speculative decoding (--speculative) needs the MTP head, but the "
+                "model's MTP head is incomplete (missing mtp.norm.weight, "
+                "mtp.layers.0.self_attn.k_norm.weight) and was not loaded") in spec.stderr, \
+            spec.stderr
 
 
 def main():
@@ -63,6 +86,8 @@ def main():
         text = json.loads(run("generate", "--model", model, "--prompt", "hello",
                               "--max-tokens", "3", "--json"))
         assert len(text["prompt_tokens"]) > 0 and isinstance(text["text"], str), text
+
+        incomplete_mtp_head(tmp)
     print("ok")
 
 

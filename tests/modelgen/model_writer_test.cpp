@@ -175,6 +175,29 @@ TEST_F(ModelWriterTest, NoMtpHeadForQwen3) {
                Error);
 }
 
+TEST_F(ModelWriterTest, OmittedTensorsAreLeftOutAndMustExist) {
+  ModelOptions options = with_mtp(Arch::kQwen35, Layout::kHF);
+  options.omit_tensors = {"mtp.norm.weight", "model.language_model.norm.weight"};
+  write_random_model(options, (root_ / "hf").string());
+  const auto header = safetensors_header(root_ / "hf" / "model.safetensors");
+  EXPECT_FALSE(header.contains("mtp.norm.weight"));
+  EXPECT_FALSE(header.contains("model.language_model.norm.weight"));
+  EXPECT_TRUE(header.contains("mtp.fc.weight"));
+
+  options.omit_tensors = {"blk.2.nextn.enorm.weight"};
+  write_random_gguf_model(options, parse_gguf_recipe("f32"), (root_ / "m.gguf").string());
+  const std::string gguf = read_file(root_ / "m.gguf");
+  EXPECT_EQ(gguf.find("blk.2.nextn.enorm.weight"), std::string::npos);
+  EXPECT_NE(gguf.find("blk.2.nextn.hnorm.weight"), std::string::npos);
+
+  // A misspelt name is an error, not a whole model.
+  options.omit_tensors = {"mtp.nrom.weight"};
+  EXPECT_THROW(write_random_model(options, (root_ / "typo").string()), Error);
+  EXPECT_THROW(
+      write_random_gguf_model(options, parse_gguf_recipe("f32"), (root_ / "t.gguf").string()),
+      Error);
+}
+
 TEST(ScriptModel, SplitKeepsTextAndSpecials) {
   const std::string script =
       "<think>\nLet me call it.\n</think>\n\n<tool_call>\n{\"name\": \"f\"}\n</tool_call>";

@@ -4,7 +4,8 @@
 # --mtp) answers every request exactly as the server without it does (whole replies, max_tokens,
 # stop strings, streaming, tool calls, a second turn restored from the cache), accepts nearly
 # every draft, and says so in the request's log line and in /metrics. A model without a head
-# decodes plainly with one line saying so, and bad values are refused at start.
+# decodes plainly with one line saying so; one whose head is incomplete, and bad values, are
+# refused at start.
 # Usage: run_speculative_e2e.sh QMLX_BINARY WORK_DIR
 set -euo pipefail
 qmlx=$1
@@ -66,6 +67,20 @@ start_server "$work/plain-model" "$work/cache.json" "$work/no-head.log" --specul
 stop_server
 grep -q "speculative decoding off: the model has no MTP head" "$work/no-head.log" ||
   fail "no line saying speculative decoding is off"
+
+# An incomplete head (some mtp.* tensors missing) is dropped at load: asking for it ends the
+# start (exit 1) with an error naming what is missing.
+"$qmlx" make-model --out "$work/broken-head" --script "$work/script.txt" --arch qwen3_5 --mtp \
+  --omit-tensor mtp.pre_fc_norm_hidden.weight >/dev/null
+status=0
+"$qmlx" serve --model "$work/broken-head" --port "$(free_port)" --metrics-port "$(free_port)" \
+  --speculative mtp >"$work/broken-head.log" 2>&1 || status=$?
+broken() { cat "$work/broken-head.log" >&2; fail "incomplete head: $*"; }
+[[ $status == 1 ]] || broken "exit $status, not 1"
+missing="(missing mtp.pre_fc_norm_hidden.weight)"
+grep -qF "model: MTP head incomplete $missing" "$work/broken-head.log" || broken "no load warning"
+grep -qF "needs the MTP head, but the model's MTP head is incomplete $missing" \
+  "$work/broken-head.log" || broken "unclear error"
 
 # Bad values are refused before the server starts, with an error naming the flag.
 refused() {
