@@ -12,6 +12,8 @@ DEBIAN_PACKAGES=(
   python3 python3-numpy python3-jinja2
   curl prometheus
   clang-14 libclang-rt-14-dev
+  # The Vulkan backend: headers and glslc to build; lavapipe and the validation layer to test.
+  libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
 )
 
 missing=()

@@ -1,0 +1,213 @@
+#include "backend/vulkan/command_recorder.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace qmlx::vulkan {
+namespace {
+
+// Each descriptor pool holds this many sets of up to kMaxBindings buffers.
+constexpr uint32_t kSetsPerPool = 64;
+constexpr uint32_t kMaxBindings = 8;
+
+constexpr VkPipelineStageFlags kDeviceStages =
+    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+constexpr VkAccessFlags kDeviceWrites = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+constexpr VkAccessFlags kDeviceAccess = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                        VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+
+}  // namespace
+
+CommandRecorder::CommandRecorder(Context& context) : context_(context), fn_(context.fn()) {
+  context_.check_usable();
+  const VkDevice device = context_.device();
+  try {
+    VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pool.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+    pool.queueFamilyIndex = context_.queue_family();
+    check(fn_.vkCreateCommandPool(device, &pool, nullptr, &command_pool_), "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    alloc.commandPool = command_pool_;
+    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    alloc.commandBufferCount = 1;
+    check(fn_.vkAllocateCommandBuffers(device, &alloc, &commands_), "vkAllocateCommandBuffers");
+    VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    check(fn_.vkCreateFence(device, &fence, nullptr, &fence_), "vkCreateFence");
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(fn_.vkBeginCommandBuffer(commands_, &begin), "vkBeginCommandBuffer");
+  } catch (...) {
+    release();
+    throw;
+  }
+  // Writes of earlier submissions must be visible here: the host waited for their fences, but
+  // that orders nothing on the device's side.
+  barrier(kDeviceStages, kDeviceAccess);
+  barriers_ = 0;
+}
+
+CommandRecorder::~CommandRecorder() {
+  if (!handed_over_) release();
+}
+
+void CommandRecorder::release() {
+  const VkDevice device = context_.device();
+  for (VkDescriptorPool pool : descriptor_pools_)
+    fn_.vkDestroyDescriptorPool(device, pool, nullptr);
+  descriptor_pools_.clear();
+  if (command_pool_ != VK_NULL_HANDLE) fn_.vkDestroyCommandPool(device, command_pool_, nullptr);
+  if (fence_ != VK_NULL_HANDLE) fn_.vkDestroyFence(device, fence_, nullptr);
+  command_pool_ = VK_NULL_HANDLE;
+  fence_ = VK_NULL_HANDLE;
+}
+
+void CommandRecorder::check_recording() const {
+  if (submitted_) throw Error("internal: command recorder used after submit_and_wait");
+}
+
+void CommandRecorder::barrier(VkPipelineStageFlags dst_stages, VkAccessFlags dst_access) {
+  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = kDeviceWrites;
+  b.dstAccessMask = dst_access;
+  fn_.vkCmdPipelineBarrier(commands_, kDeviceStages, dst_stages, 0, 1, &b, 0, nullptr, 0, nullptr);
+  read_.clear();
+  written_.clear();
+  ++barriers_;
+}
+
+void CommandRecorder::order(std::span<const Range> reads, std::span<const Range> writes) {
+  auto hits = [](const std::vector<Range>& recorded, const Range& r) {
+    return std::any_of(recorded.begin(), recorded.end(), [&](const Range& o) {
+      return o.buffer == r.buffer && o.begin < r.end && r.begin < o.end;
+    });
+  };
+  bool conflict = false;
+  for (const Range& r : reads) conflict = conflict || hits(written_, r);
+  for (const Range& w : writes) conflict = conflict || hits(written_, w) || hits(read_, w);
+  if (conflict) barrier(kDeviceStages, kDeviceAccess);
+  read_.insert(read_.end(), reads.begin(), reads.end());
+  written_.insert(written_.end(), writes.begin(), writes.end());
+}
+
+VkDescriptorSet CommandRecorder::allocate_set(const Pipeline& pipeline) {
+  const VkDevice device = context_.device();
+  if (sets_left_ == 0) {
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * kMaxBindings};
+    VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    info.maxSets = kSetsPerPool;
+    info.poolSizeCount = 1;
+    info.pPoolSizes = &size;
+    VkDescriptorPool pool;
+    check(fn_.vkCreateDescriptorPool(device, &info, nullptr, &pool), "vkCreateDescriptorPool");
+    descriptor_pools_.push_back(pool);
+    sets_left_ = kSetsPerPool;
+  }
+  VkDescriptorSetAllocateInfo alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  alloc.descriptorPool = descriptor_pools_.back();
+  alloc.descriptorSetCount = 1;
+  alloc.pSetLayouts = &pipeline.set_layout;
+  VkDescriptorSet set;
+  check(fn_.vkAllocateDescriptorSets(device, &alloc, &set), "vkAllocateDescriptorSets");
+  --sets_left_;
+  return set;
+}
+
+void CommandRecorder::dispatch(const Pipeline& pipeline, std::span<const Binding> bindings,
+                               const void* push, size_t push_bytes, uint32_t groups_x,
+                               uint32_t groups_y, uint32_t groups_z) {
+  check_recording();
+  const DeviceInfo& device = context_.device_info();
+  if (bindings.size() != pipeline.bindings || push_bytes != pipeline.push_constant_bytes ||
+      bindings.size() > kMaxBindings)
+    throw Error("internal: dispatch of " + pipeline.name + " does not match its interface");
+  if (groups_x > device.max_workgroup_count[0] || groups_y > device.max_workgroup_count[1] ||
+      groups_z > device.max_workgroup_count[2])
+    throw Error("internal: dispatch of " + pipeline.name + " exceeds the workgroup count limit");
+  if (groups_x == 0 || groups_y == 0 || groups_z == 0) return;
+
+  std::vector<VkDescriptorBufferInfo> infos(bindings.size());
+  std::vector<Range> reads, writes;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const Binding& b = bindings[i];
+    if (b.buffer == nullptr || b.range == 0 || b.offset + b.range > b.buffer->size())
+      throw Error("internal: binding " + std::to_string(i) + " of " + pipeline.name +
+                  " is outside its buffer");
+    if (b.range > device.max_storage_buffer_range ||
+        b.offset % device.min_storage_buffer_offset_alignment != 0)
+      throw Error("internal: binding " + std::to_string(i) + " of " + pipeline.name +
+                  " breaks the device's storage buffer range or alignment limits");
+    infos[i] = {b.buffer->handle(), b.offset, b.range};
+    const Range r{b.buffer->handle(), b.offset, b.offset + b.range};
+    if (b.access != Access::kWrite) reads.push_back(r);
+    if (b.access != Access::kRead) writes.push_back(r);
+  }
+  order(reads, writes);
+
+  const VkDescriptorSet set = allocate_set(pipeline);
+  std::vector<VkWriteDescriptorSet> writes_info(bindings.size());
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    VkWriteDescriptorSet& w = writes_info[i];
+    w = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    w.dstSet = set;
+    w.dstBinding = uint32_t(i);
+    w.descriptorCount = 1;
+    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    w.pBufferInfo = &infos[i];
+  }
+  fn_.vkUpdateDescriptorSets(context_.device(), uint32_t(writes_info.size()), writes_info.data(), 0,
+                             nullptr);
+  fn_.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
+  fn_.vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1,
+                              &set, 0, nullptr);
+  if (push_bytes)
+    fn_.vkCmdPushConstants(commands_, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                           uint32_t(push_bytes), push);
+  fn_.vkCmdDispatch(commands_, groups_x, groups_y, groups_z);
+  ++dispatches_;
+}
+
+void CommandRecorder::copy(const Buffer& src, size_t src_offset, const Buffer& dst,
+                           size_t dst_offset, size_t bytes) {
+  check_recording();
+  if (src_offset + bytes > src.size() || dst_offset + bytes > dst.size())
+    throw Error("internal: Vulkan copy outside its buffers");
+  if (bytes == 0) return;
+  const Range read{src.handle(), src_offset, src_offset + bytes};
+  const Range write{dst.handle(), dst_offset, dst_offset + bytes};
+  order({&read, 1}, {&write, 1});
+  VkBufferCopy region{src_offset, dst_offset, bytes};
+  fn_.vkCmdCopyBuffer(commands_, src.handle(), dst.handle(), 1, &region);
+}
+
+void CommandRecorder::submit_and_wait() {
+  check_recording();
+  submitted_ = true;
+  // The host reads results after the fence: make the device's writes visible to it.
+  barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+  check(fn_.vkEndCommandBuffer(commands_), "vkEndCommandBuffer");
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &commands_;
+  const std::string& name = context_.device_info().name;
+  VkResult result = fn_.vkQueueSubmit(context_.queue(), 1, &submit, fence_);
+  if (result == VK_ERROR_DEVICE_LOST) {
+    context_.mark_lost("device lost (at submit)", {});
+    throw Error("Vulkan: device lost on " + name + " while submitting work");
+  }
+  check(result, "vkQueueSubmit");
+  const auto timeout = context_.fence_timeout();
+  result = fn_.vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE,
+                               uint64_t(timeout.count()) * 1'000'000ull);
+  if (result == VK_SUCCESS) return;
+  std::string why = result == VK_TIMEOUT
+                        ? "work did not finish within " + std::to_string(timeout.count()) + " ms"
+                        : std::string("device lost (") + result_name(result) + ")";
+  // The command buffer may still run: its pools and fence go to the context, freed once it ends.
+  context_.mark_lost(why, {fence_, command_pool_, std::move(descriptor_pools_)});
+  handed_over_ = true;
+  throw Error("Vulkan: " + why + " on " + name + " (" + std::to_string(dispatches_) +
+              " dispatches); the device context is unusable");
+}
+
+}  // namespace qmlx::vulkan

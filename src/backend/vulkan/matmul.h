@@ -1,0 +1,46 @@
+// Matmul on the device: y[t][o] = sum_k W[o][k] * x[t][k], the Vulkan counterpart of
+// kernels/matmul.h for f32, f16 and bf16 weights (shaders/matmul_float.comp) and MLX affine
+// 4- and 8-bit quantization (shaders/matmul_affine.comp). Every token's row is computed the same
+// way whatever the batch, so it is bit-identical alone or in one.
+//  - float weights follow the CPU's generated-row arithmetic (vec::dot, vec::dot_typed) lane
+//    for lane: bit-identical to it where the device has a true fma (lavapipe);
+//  - affine weights are dequantized exactly as the CPU does (one fma per weight), then each
+//    output is 64 fma chains over interleaved columns summed in a fixed tree. The CPU's prompt
+//    rows sum in one chain and its generated rows round the activations to int16 first, so the
+//    two agree to rounding (the tests bound the difference), not bit for bit.
+//
+// Matrices larger than a storage binding may be (128 MiB on lavapipe) are processed in row
+// ranges that each fit, one dispatch per range; all of a matrix still lives in one buffer.
+#pragma once
+
+#include <string>
+
+#include "backend/vulkan/command_recorder.h"
+#include "kernels/weight_matrix.h"
+
+namespace qmlx::vulkan {
+
+// A weight matrix in device memory, in its stored format.
+struct DeviceMatrix {
+  WeightFormat format = WeightFormat::kF32;
+  int rows = 0;
+  int cols = 0;
+  int bits = 0;
+  int group_size = 0;
+  ScalarType scale_type = ScalarType::kF32;
+  Buffer data;
+  Buffer scales;  // affine only
+  Buffer biases;
+};
+
+// True when the device kernels handle `w`; otherwise *why says what is missing.
+bool device_matmul_supports(const WeightMatrix& w, std::string* why);
+
+// Copies `w` (row-major, not tiled) to the device. Throws qmlx::Error for unsupported formats.
+DeviceMatrix upload_matrix(Context& context, const WeightMatrix& w);
+
+// x: [T][w.cols] floats, y: [T][w.rows] floats (overwritten), both from offset 0.
+void record_matmul(CommandRecorder& recorder, const DeviceMatrix& w, const Buffer& x, int T,
+                   const Buffer& y);
+
+}  // namespace qmlx::vulkan

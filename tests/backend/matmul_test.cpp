@@ -1,0 +1,278 @@
+// Matmul on the device against kernels/matmul.h, for f32, f16 and bf16 weights and MLX affine
+// 4- and 8-bit quantization, and the batch invariance the engine relies on.
+//
+// Float weights: the shader follows the CPU's generated-row arithmetic (vec::dot and
+// vec::dot_typed) lane for lane, so on lavapipe (true fma) the results are bit-identical for
+// widths that are multiples of 8; elsewhere, and for the CPU's compiler-made scalar tail, they
+// must lie within the summation bound below.
+//
+// Affine weights: both sides dequantize each weight with the same fma, but the device sums an
+// output as 64 interleaved fma chains of L terms and a 6-level tree, the CPU's prompt rows as
+// one chain of K terms. Any order of summing K products with fma has an error of at most
+// gamma(n) * S, where S = sum |w_k x_k|, gamma(n) = n u / (1 - n u), u = 2^-24 and n the
+// longest chain of roundings a term goes through (K for the CPU, L + 6 for the device). So the
+// device must be within gamma(L + 6) * S of the exact (double) product, and within
+// (gamma(K) + gamma(L + 6)) * S of the CPU: sound bounds, never flaky.
+#include "backend/vulkan/matmul.h"
+
+#include <cmath>
+
+#include "kernels/matmul.h"
+#include "kernels/scalar_type.h"
+#include "vulkan_fixture.h"
+
+namespace qmlx::vulkan::testing {
+namespace {
+
+using MatmulTest = VulkanTest;
+
+double gamma_bound(double n) {
+  const double u = std::ldexp(1.0, -24);
+  return n * u / (1 - n * u);
+}
+
+// A weight matrix with its storage.
+struct HostMatrix {
+  WeightMatrix w;
+  std::vector<uint8_t> data, scales, biases;
+};
+
+std::vector<uint8_t> encode(const std::vector<float>& v, ScalarType t) {
+  std::vector<uint8_t> out(v.size() * scalar_size(t));
+  convert_from_float(v.data(), v.size(), t, out.data());
+  return out;
+}
+
+HostMatrix float_matrix(WeightFormat format, int rows, int cols, uint64_t seed) {
+  HostMatrix m;
+  const ScalarType t = format == WeightFormat::kF32   ? ScalarType::kF32
+                       : format == WeightFormat::kF16 ? ScalarType::kF16
+                                                      : ScalarType::kBF16;
+  m.data = encode(random_floats(size_t(rows) * cols, seed, -0.5f, 0.5f), t);
+  m.w.format = format;
+  m.w.rows = rows;
+  m.w.cols = cols;
+  m.w.data = m.data.data();
+  return m;
+}
+
+HostMatrix affine_matrix(int bits, int group_size, ScalarType scale_type, int rows, int cols,
+                         uint64_t seed) {
+  HostMatrix m;
+  std::mt19937_64 rng(seed);
+  m.data.resize(size_t(rows) * cols * bits / 8);
+  for (uint8_t& b : m.data) b = uint8_t(rng());  // any bytes are valid codes
+  const size_t groups = size_t(rows) * (cols / group_size);
+  m.scales = encode(random_floats(groups, seed + 1, 0.001f, 0.02f), scale_type);
+  m.biases = encode(random_floats(groups, seed + 2, -0.1f, 0.1f), scale_type);
+  m.w.format = WeightFormat::kAffine;
+  m.w.rows = rows;
+  m.w.cols = cols;
+  m.w.bits = bits;
+  m.w.group_size = group_size;
+  m.w.scale_type = scale_type;
+  m.w.data = m.data.data();
+  m.w.scales = m.scales.data();
+  m.w.biases = m.biases.data();
+  return m;
+}
+
+std::vector<float> device_matmul(Context& ctx, const DeviceMatrix& dw, const std::vector<float>& x,
+                                 int T, size_t* dispatches = nullptr) {
+  Buffer xb = ctx.create_buffer(x.size() * 4);
+  ctx.upload(xb, 0, x.data(), x.size() * 4);
+  Buffer yb = ctx.create_buffer(size_t(T) * dw.rows * 4);
+  CommandRecorder recorder(ctx);
+  record_matmul(recorder, dw, xb, T, yb);
+  if (dispatches != nullptr) *dispatches = recorder.dispatch_count();
+  recorder.submit_and_wait();
+  std::vector<float> y(size_t(T) * dw.rows);
+  ctx.download(yb, 0, y.data(), y.size() * 4);
+  return y;
+}
+
+std::vector<float> cpu_matmul(const WeightMatrix& w, const std::vector<float>& x, int T,
+                              int generated_rows) {
+  std::vector<float> y(size_t(T) * w.rows);
+  matmul(x.data(), T, w, y.data(), generated_rows);
+  return y;
+}
+
+// Exact products in double, and S = sum |w x| per output, from the dequantized weights.
+void exact_products(const WeightMatrix& w, const std::vector<float>& x, int T,
+                    std::vector<double>* exact, std::vector<double>* magnitude) {
+  exact->assign(size_t(T) * w.rows, 0);
+  magnitude->assign(size_t(T) * w.rows, 0);
+  std::vector<float> row(w.cols);
+  for (int r = 0; r < w.rows; ++r) {
+    dequantize_rows(w, r, r + 1, row.data());
+    for (int t = 0; t < T; ++t) {
+      double s = 0, m = 0;
+      for (int k = 0; k < w.cols; ++k) {
+        const double p = double(row[k]) * x[size_t(t) * w.cols + k];
+        s += p;
+        m += std::abs(p);
+      }
+      (*exact)[size_t(t) * w.rows + r] = s;
+      (*magnitude)[size_t(t) * w.rows + r] = m;
+    }
+  }
+}
+
+// Checks device results against the CPU (and the exact product) within the bounds above.
+void expect_within_summation_bounds(const WeightMatrix& w, const std::vector<float>& x, int T,
+                                    const std::vector<float>& gpu, const std::vector<float>& cpu,
+                                    double device_chain) {
+  std::vector<double> exact, magnitude;
+  exact_products(w, x, T, &exact, &magnitude);
+  const double device_bound = gamma_bound(device_chain);
+  const double cpu_bound = gamma_bound(w.cols) + device_bound;
+  int failures = 0;
+  for (size_t i = 0; i < gpu.size() && failures < 5; ++i) {
+    const double s = magnitude[i];
+    if (std::abs(gpu[i] - exact[i]) > device_bound * s ||
+        std::abs(double(gpu[i]) - cpu[i]) > cpu_bound * s) {
+      ADD_FAILURE() << "output " << i << ": device " << gpu[i] << ", cpu " << cpu[i] << ", exact "
+                    << exact[i] << ", S " << s;
+      ++failures;
+    }
+  }
+}
+
+const char* format_name(WeightFormat f) {
+  return f == WeightFormat::kF32 ? "f32" : f == WeightFormat::kF16 ? "f16" : "bf16";
+}
+
+TEST_F(MatmulTest, FloatWeightsMatchCpuDecodeRows) {
+  const int T = 3;
+  for (const WeightFormat format : {WeightFormat::kF32, WeightFormat::kF16, WeightFormat::kBF16})
+    for (const int cols : {8, 64, 1000, 4096})
+      for (const int rows : {1, 67}) {
+        SCOPED_TRACE(std::string(format_name(format)) + " " + std::to_string(rows) + "x" +
+                     std::to_string(cols));
+        const HostMatrix m = float_matrix(format, rows, cols, cols + rows);
+        const std::vector<float> x = random_floats(size_t(T) * cols, cols, -1.f, 1.f);
+        const DeviceMatrix dw = upload_matrix(context(), m.w);
+        const std::vector<float> gpu = device_matmul(context(), dw, x, T);
+        const std::vector<float> cpu = cpu_matmul(m.w, x, T, /*generated_rows=*/T);
+        if (exact_device()) {
+          size_t differing = 0;
+          for (size_t i = 0; i < gpu.size(); ++i) differing += bits_of(gpu[i]) != bits_of(cpu[i]);
+          EXPECT_EQ(differing, 0u);
+        } else {
+          expect_within_summation_bounds(m.w, x, T, gpu, cpu, cols);
+        }
+      }
+}
+
+TEST_F(MatmulTest, FloatWeightsWithScalarTailsWithinBounds) {
+  for (const WeightFormat format : {WeightFormat::kF32, WeightFormat::kF16, WeightFormat::kBF16})
+    for (const int cols : {1, 5, 13, 100, 1003}) {
+      SCOPED_TRACE(std::string(format_name(format)) + " cols=" + std::to_string(cols));
+      const HostMatrix m = float_matrix(format, 9, cols, cols);
+      const std::vector<float> x = random_floats(size_t(2) * cols, cols + 1);
+      const DeviceMatrix dw = upload_matrix(context(), m.w);
+      expect_within_summation_bounds(m.w, x, 2, device_matmul(context(), dw, x, 2),
+                                     cpu_matmul(m.w, x, 2, 2), cols);
+    }
+}
+
+struct AffineCase {
+  int bits, group_size;
+  ScalarType scale_type;
+};
+
+TEST_F(MatmulTest, AffineWeightsWithinSummationBoundsOfCpu) {
+  const int T = 3;
+  for (const int bits : {4, 8})
+    for (const int group_size : {32, 64, 128})
+      for (const ScalarType scale_type : {ScalarType::kF16, ScalarType::kBF16, ScalarType::kF32})
+        for (const int cols : {128, 4096}) {
+          SCOPED_TRACE("bits=" + std::to_string(bits) + " group=" + std::to_string(group_size) +
+                       " scale=" + std::to_string(int(scale_type)) +
+                       " cols=" + std::to_string(cols));
+          const HostMatrix m = affine_matrix(bits, group_size, scale_type, 37, cols, bits + cols);
+          const std::vector<float> x = random_floats(size_t(T) * cols, cols);
+          const DeviceMatrix dw = upload_matrix(context(), m.w);
+          const std::vector<float> gpu = device_matmul(context(), dw, x, T);
+          // The CPU's prompt rows: dequantized to f32 like the device, one fma chain.
+          const std::vector<float> cpu = cpu_matmul(m.w, x, T, /*generated_rows=*/0);
+          const int words = cols * bits / 32, codes_per_word = 32 / bits;
+          const double chain = double((words + 63) / 64) * codes_per_word + 6;
+          expect_within_summation_bounds(m.w, x, T, gpu, cpu, chain);
+        }
+}
+
+// A token's outputs must not depend on the batch it is computed in (issue 18's invariance).
+TEST_F(MatmulTest, RowsAreBitIdenticalAloneOrInABatchOfEight) {
+  const int T = 8, cols = 1024, rows = 45;
+  std::vector<HostMatrix> matrices;
+  for (const WeightFormat f : {WeightFormat::kF32, WeightFormat::kF16, WeightFormat::kBF16})
+    matrices.push_back(float_matrix(f, rows, cols, 5));
+  matrices.push_back(affine_matrix(4, 64, ScalarType::kBF16, rows, cols, 6));
+  matrices.push_back(affine_matrix(8, 32, ScalarType::kF16, rows, cols, 7));
+  for (const HostMatrix& m : matrices) {
+    const DeviceMatrix dw = upload_matrix(context(), m.w);
+    const std::vector<float> x = random_floats(size_t(T) * cols, 8);
+    const std::vector<float> batch = device_matmul(context(), dw, x, T);
+    for (int t = 0; t < T; ++t) {
+      const std::vector<float> one(x.begin() + size_t(t) * cols, x.begin() + size_t(t + 1) * cols);
+      const std::vector<float> alone = device_matmul(context(), dw, one, 1);
+      for (int r = 0; r < rows; ++r)
+        ASSERT_EQ(bits_of(alone[r]), bits_of(batch[size_t(t) * rows + r]))
+            << "format " << int(m.w.format) << " token " << t << " row " << r;
+    }
+  }
+}
+
+// Weights over lavapipe's 128 MiB binding limit are split into row ranges.
+TEST_F(MatmulTest, MatricesLargerThanABindingAreSplit) {
+  const uint64_t range = context().device_info().max_storage_buffer_range;
+  {
+    const int cols = 4096, rows = int(range / (cols * 4)) + 256;  // f32: just over one binding
+    const HostMatrix m = float_matrix(WeightFormat::kF32, rows, cols, 11);
+    if (m.data.size() <= context().device_info().max_allocation_bytes) {
+      const std::vector<float> x = random_floats(size_t(2) * cols, 12);
+      const DeviceMatrix dw = upload_matrix(context(), m.w);
+      size_t dispatches = 0;
+      const std::vector<float> gpu = device_matmul(context(), dw, x, 2, &dispatches);
+      EXPECT_GE(dispatches, 2u);
+      const std::vector<float> cpu = cpu_matmul(m.w, x, 2, 2);
+      if (exact_device()) {
+        size_t differing = 0;
+        for (size_t i = 0; i < gpu.size(); ++i) differing += bits_of(gpu[i]) != bits_of(cpu[i]);
+        EXPECT_EQ(differing, 0u);
+      } else {
+        expect_within_summation_bounds(m.w, x, 2, gpu, cpu, cols);
+      }
+    }
+  }
+  {
+    // 4-bit, an lm_head-sized row count: over the binding range and over 65,535 workgroups.
+    const int cols = 4096, rows = int(range / (cols / 2)) + 512;
+    const HostMatrix m = affine_matrix(4, 64, ScalarType::kBF16, rows, cols, 13);
+    const std::vector<float> x = random_floats(cols, 14);
+    const DeviceMatrix dw = upload_matrix(context(), m.w);
+    size_t dispatches = 0;
+    const std::vector<float> gpu = device_matmul(context(), dw, x, 1, &dispatches);
+    EXPECT_GE(dispatches, 2u);
+    const std::vector<float> cpu = cpu_matmul(m.w, x, 1, 0);
+    expect_within_summation_bounds(m.w, x, 1, gpu, cpu, double((cols / 8 + 63) / 64) * 8 + 6);
+  }
+}
+
+TEST_F(MatmulTest, UnsupportedFormatsAreRefusedWithAReason) {
+  WeightMatrix w;
+  w.format = WeightFormat::kAffine;
+  w.bits = 3;
+  w.group_size = 64;
+  std::string why;
+  EXPECT_FALSE(device_matmul_supports(w, &why));
+  EXPECT_EQ(why, "3-bit affine codes");
+  w.format = WeightFormat::kGguf;
+  EXPECT_FALSE(device_matmul_supports(w, &why));
+  EXPECT_EQ(why, "GGUF block formats");
+}
+
+}  // namespace
+}  // namespace qmlx::vulkan::testing
