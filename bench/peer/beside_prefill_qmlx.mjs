@@ -1,0 +1,82 @@
+// qmlx side of the decode-beside-a-long-prefill benchmark (issue 31), against a running
+// `qmlx serve`: a LONG_PROMPT-token request (max_tokens 1) is sent; with MODE "beside", a
+// SHORT_PROMPT-token request streaming DECODE_TOKENS tokens follows DELAY_MS later. Reports the
+// long prefill's throughput (prompt tokens over its wall time), and for the short request its
+// time to first token and the gaps between its streamed tokens (median, p90, max) while the
+// long one still prefills. Prompts are the pseudo-random id streams the other peer benchmarks
+// use. Prints one JSON line.
+//   node beside_prefill_qmlx.mjs BASE_URL MODE(alone|beside) LONG_PROMPT SHORT_PROMPT DECODE_TOKENS
+//        [DELAY_MS=3000]
+const [base, mode, longArg, shortArg, decodeArg, delayArg] = process.argv.slice(2);
+const longPrompt = Number(longArg), shortPrompt = Number(shortArg);
+const decodeTokens = Number(decodeArg), delayMs = Number(delayArg ?? 3000);
+
+function promptOf(length, seed) {
+  return Array.from({length}, () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % 256;
+  });
+}
+
+async function post(prompt, maxTokens, stream) {
+  const response = await fetch(`${base}/v1/completions`, {
+    method: "POST",
+    headers: {"content-type": "application/json", "authorization": "Bearer bench"},
+    body: JSON.stringify({prompt, max_tokens: maxTokens, temperature: 0, stream}),
+    // A 24k-token cold prefill outlives fetch's default header timeout on a small machine.
+    signal: AbortSignal.timeout(3600 * 1000),
+  });
+  if (!response.ok) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
+  return response;
+}
+
+// The arrival time of every streamed chunk that carries text.
+async function streamedTimes(prompt, maxTokens) {
+  const response = await post(prompt, maxTokens, true);
+  const decoder = new TextDecoder();
+  const times = [];
+  let buffer = "";
+  for await (const piece of response.body) {
+    const now = performance.now();
+    buffer += decoder.decode(piece, {stream: true});
+    for (let cut; (cut = buffer.indexOf("\n\n")) >= 0;) {
+      const data = buffer.slice(0, cut).split("\n").filter((l) => l.startsWith("data: "))
+          .map((l) => l.slice(6)).join("");
+      buffer = buffer.slice(cut + 2);
+      if (!data || data === "[DONE]") continue;
+      const chunk = JSON.parse(data);
+      if (chunk.error) throw new Error(JSON.stringify(chunk.error));
+      if (chunk.choices?.[0]?.text) times.push(now);
+    }
+  }
+  return times;
+}
+
+function quantile(sorted, q) {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : null;
+}
+
+const result = {engine: "qmlx", base, mode, long_prompt_tokens: longPrompt,
+                short_prompt_tokens: shortPrompt, decode_tokens: decodeTokens};
+const longSent = performance.now();
+const long = post(promptOf(longPrompt, 99), 1, false).then(async (r) => {
+  await r.json();
+  return performance.now();
+});
+if (mode === "beside") {
+  await new Promise((r) => setTimeout(r, delayMs));  // the long prefill is under way
+  const sent = performance.now();
+  const times = await streamedTimes(promptOf(shortPrompt, 7), decodeTokens);
+  const longEnd = await Promise.race([long, Promise.resolve(null)]);
+  const gaps = times.slice(1).map((t, i) => t - times[i]).sort((a, b) => a - b);
+  result.short_ttft_ms = times[0] - sent;
+  result.short_tokens = times.length;
+  result.gap_median_ms = quantile(gaps, 0.5);
+  result.gap_p90_ms = quantile(gaps, 0.9);
+  result.gap_max_ms = gaps.at(-1) ?? null;
+  result.short_decoded_while_long_prefilled = longEnd === null;
+}
+const longEnd = await long;
+result.long_ms = longEnd - longSent;
+result.long_prefill_tokens_per_second = longPrompt / ((longEnd - longSent) / 1000);
+console.log(JSON.stringify(result));
