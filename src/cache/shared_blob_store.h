@@ -22,7 +22,7 @@
 #include "cache/blob_store.h"
 #include "cache/hash.h"
 #include "cache/metrics.h"
-#include "cache/redis_cluster.h"
+#include "redis/redis_cluster.h"
 
 namespace qmlx {
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -179,6 +180,47 @@ TEST(SharedBlobStoreFaultTest, DeadNodeCostsATimeoutThenTheBreakerFailsFast) {
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(20)) << name;
   }
   EXPECT_EQ(still_read, int(names.size()) - failed);
+}
+
+// The store over TLS, against the TLS-only cluster (its throwaway CA).
+TEST(SharedBlobStoreTlsTest, MultiPartBlobsRoundTripOverTls) {
+  QMLX_REQUIRE_REDIS_TLS();
+  SharedStoreOptions o;
+  o.cluster = test::shared_tls_cluster().client_options();
+  o.fingerprint = Hash128{77, 88};
+  o.part_bytes = 256 << 10;
+  o.ttl_seconds = 3600;
+  SharedBlobStore store(o);
+  ASSERT_TRUE(store.setup_status().ok()) << store.setup_status().ToString();
+  // 12 parts, the last one short: every part crosses many TLS records.
+  const std::vector<uint8_t> blob = random_bytes(3'000'000, 11);
+  Status s = store.put("snapshots/tls.snap", blob);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::vector<uint8_t> back;
+  s = store.get("snapshots/tls.snap", &back);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(back, blob);
+  std::vector<uint8_t> range(600'000);
+  ASSERT_TRUE(store.read_range("snapshots/tls.snap", 200'000, range.size(), range.data()).ok());
+  EXPECT_TRUE(std::equal(range.begin(), range.end(), blob.begin() + 200'000));
+  // Nested replies over TLS: SCAN pages (list) and HGETALL (the index).
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(store
+                    .put("chunks/0" + std::to_string(i % 10) + "/" + std::to_string(i) + ".kv",
+                         random_bytes(100 + i, uint32_t(i)))
+                    .ok());
+  }
+  std::vector<BlobInfo> listed;
+  ASSERT_TRUE(store.list("chunks", &listed).ok());
+  EXPECT_EQ(listed.size(), 20u);
+  ASSERT_TRUE(store.index_add("index/t", "a", "1").ok());
+  ASSERT_TRUE(store.index_add("index/t", "b", "2").ok());
+  std::vector<SharedIndexEntries> entries;
+  ASSERT_TRUE(store.index_read_many({"index/t", "index/none"}, &entries).ok());
+  std::sort(entries[0].begin(), entries[0].end());
+  EXPECT_EQ(entries[0], (SharedIndexEntries{{"a", "1"}, {"b", "2"}}));
+  EXPECT_TRUE(entries[1].empty());
+  EXPECT_EQ(store.stats().errors.size(), 0u);
 }
 
 }  // namespace

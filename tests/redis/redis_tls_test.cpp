@@ -1,29 +1,18 @@
-// The shared tier over TLS, against a real 3-master cluster that speaks TLS only (clients and
+// The Redis client over TLS, against a real 3-master cluster that speaks TLS only (clients and
 // cluster bus), with the throwaway CA tests/e2e/shared/redis_cluster.sh makes.
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
-#include <random>
 
-#include "cache/redis_cluster.h"
-#include "cache/shared_blob_store.h"
+#include "redis/redis_cluster.h"
 #include "redis_cluster_fixture.h"
 
 namespace qmlx {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using test::random_bytes;
 using test::shared_tls_cluster;
-
-// The TLS cluster also needs the openssl command (its throwaway CA).
-#define QMLX_REQUIRE_REDIS_TLS()                                                           \
-  QMLX_REQUIRE_REDIS();                                                                    \
-  if (std::system("command -v openssl >/dev/null 2>&1") != 0) {                            \
-    GTEST_SKIP() << "the openssl command is not installed (scripts/setup.sh installs it)"; \
-  }
 
 // GET through a client with these options: the status, and how long it took.
 Status try_get(const RedisClusterOptions& options, Clock::duration* took = nullptr) {
@@ -32,46 +21,6 @@ Status try_get(const RedisClusterOptions& options, Clock::duration* took = nullp
   RedisResult r = cluster.run_one({{"GET", "tls-probe"}});
   if (took != nullptr) *took = Clock::now() - start;
   return r.status;
-}
-
-TEST(RedisTlsTest, SharedBlobStoreRoundTripsMultiPartBlobsOverTls) {
-  QMLX_REQUIRE_REDIS_TLS();
-  SharedStoreOptions o;
-  o.cluster = shared_tls_cluster().client_options();
-  o.fingerprint = Hash128{77, 88};
-  o.part_bytes = 256 << 10;
-  o.ttl_seconds = 3600;
-  SharedBlobStore store(o);
-  ASSERT_TRUE(store.setup_status().ok()) << store.setup_status().ToString();
-  // 12 parts, the last one short: every part crosses many TLS records.
-  const std::vector<uint8_t> blob = random_bytes(3'000'000, 11);
-  Status s = store.put("snapshots/tls.snap", blob);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  std::vector<uint8_t> back;
-  s = store.get("snapshots/tls.snap", &back);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_EQ(back, blob);
-  std::vector<uint8_t> range(600'000);
-  ASSERT_TRUE(store.read_range("snapshots/tls.snap", 200'000, range.size(), range.data()).ok());
-  EXPECT_TRUE(std::equal(range.begin(), range.end(), blob.begin() + 200'000));
-  // Nested replies over TLS: SCAN pages (list) and HGETALL (the index).
-  for (int i = 0; i < 20; ++i) {
-    ASSERT_TRUE(store
-                    .put("chunks/0" + std::to_string(i % 10) + "/" + std::to_string(i) + ".kv",
-                         random_bytes(100 + i, uint32_t(i)))
-                    .ok());
-  }
-  std::vector<BlobInfo> listed;
-  ASSERT_TRUE(store.list("chunks", &listed).ok());
-  EXPECT_EQ(listed.size(), 20u);
-  ASSERT_TRUE(store.index_add("index/t", "a", "1").ok());
-  ASSERT_TRUE(store.index_add("index/t", "b", "2").ok());
-  std::vector<SharedIndexEntries> entries;
-  ASSERT_TRUE(store.index_read_many({"index/t", "index/none"}, &entries).ok());
-  std::sort(entries[0].begin(), entries[0].end());
-  EXPECT_EQ(entries[0], (SharedIndexEntries{{"a", "1"}, {"b", "2"}}));
-  EXPECT_TRUE(entries[1].empty());
-  EXPECT_EQ(store.stats().errors.size(), 0u);
 }
 
 TEST(RedisTlsTest, AnUntrustedCaFailsClearlyWithinTheTimeout) {
@@ -145,7 +94,7 @@ TEST(RedisTlsTest, AClientCertificateIsPresented) {
 TEST(RedisTlsTest, BadTlsFilesAreClearErrorsBeforeAnyConnection) {
   QMLX_REQUIRE_REDIS_TLS();
   auto& local = shared_tls_cluster();
-  test::TempDir dir;
+  test::RedisTestDir dir;
   const std::string not_pem = dir.path() + "/not.pem";
   std::ofstream(not_pem) << "not a certificate\n";
   struct Case {

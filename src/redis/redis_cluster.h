@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "cache/circuit_breaker.h"
-#include "cache/resp_wire.h"
-#include "cache/tls_stream.h"
+#include "redis/circuit_breaker.h"
+#include "redis/resp_wire.h"
+#include "redis/tls_stream.h"
 
 namespace qmlx {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "cache/byte_stream.h"
+#include "redis/byte_stream.h"
 
 namespace qmlx {
 

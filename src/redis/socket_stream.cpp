@@ -1,4 +1,4 @@
-#include "cache/socket_stream.h"
+#include "redis/socket_stream.h"
 
 #include <fcntl.h>
 #include <netdb.h>

@@ -1,9 +1,9 @@
-#include "cache/redis_cluster.h"
+#include "redis/redis_cluster.h"
 
 #include <algorithm>
 #include <map>
 
-#include "cache/socket_stream.h"
+#include "redis/socket_stream.h"
 
 namespace qmlx {
 namespace {

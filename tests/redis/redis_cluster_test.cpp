@@ -1,4 +1,4 @@
-#include "cache/redis_cluster.h"
+#include "redis/redis_cluster.h"
 
 #include <gtest/gtest.h>
 

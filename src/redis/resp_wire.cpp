@@ -1,4 +1,4 @@
-#include "cache/resp_wire.h"
+#include "redis/resp_wire.h"
 
 #include <algorithm>
 #include <charconv>

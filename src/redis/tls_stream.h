@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "cache/byte_stream.h"
-#include "cache/socket_stream.h"
+#include "redis/byte_stream.h"
+#include "redis/socket_stream.h"
 
 typedef struct ssl_ctx_st SSL_CTX;
 

@@ -1,4 +1,4 @@
-#include "cache/circuit_breaker.h"
+#include "redis/circuit_breaker.h"
 
 namespace qmlx {
 

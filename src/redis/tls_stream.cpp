@@ -1,4 +1,4 @@
-#include "cache/tls_stream.h"
+#include "redis/tls_stream.h"
 
 #include <arpa/inet.h>
 #include <openssl/bio.h>

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "cache/byte_stream.h"
+#include "redis/byte_stream.h"
 
 namespace qmlx {
 

@@ -1,23 +1,46 @@
-// A real 3-master Redis Cluster on loopback for the shared-tier tests, started and stopped
-// with tests/e2e/shared/redis_cluster.sh (the e2e tests use the same script), speaking plain
-// TCP or TLS only (a throwaway CA the script makes). Tests that need one are skipped, with a
-// message, where redis-server is not installed.
+// A real 3-master Redis Cluster on loopback for the Redis client's tests and the cache's
+// shared-tier tests, started and stopped with tests/e2e/shared/redis_cluster.sh (the e2e tests
+// use the same script), speaking plain TCP or TLS only (a throwaway CA the script makes). Tests
+// that need one are skipped, with a message, where redis-server is not installed.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "cache/redis_cluster.h"
-#include "fake_session.h"
+#include "redis/redis_cluster.h"
 
 namespace qmlx::test {
+
+// A fresh empty directory (a cluster's files, a test's own files), removed by the destructor.
+class RedisTestDir {
+ public:
+  RedisTestDir() {
+    static std::atomic<int> counter{0};
+    const std::string base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : "/tmp";
+    path_ =
+        base + "/qmlx_redis_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~RedisTestDir() { std::filesystem::remove_all(path_); }
+  RedisTestDir(const RedisTestDir&) = delete;
+  RedisTestDir& operator=(const RedisTestDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 class LocalRedisCluster {
  public:
@@ -75,7 +98,7 @@ class LocalRedisCluster {
   }
 
   bool tls_;
-  TempDir dir_;
+  RedisTestDir dir_;
   std::vector<std::string> nodes_;
 };
 
@@ -117,6 +140,13 @@ inline RedisClusterOptions options_for_seeds(std::vector<std::string> seeds, int
 #define QMLX_REQUIRE_REDIS()                                                        \
   if (!::qmlx::test::LocalRedisCluster::available()) {                              \
     GTEST_SKIP() << "redis-server is not installed (scripts/setup.sh installs it)"; \
+  }
+
+// The TLS cluster also needs the openssl command (its throwaway CA).
+#define QMLX_REQUIRE_REDIS_TLS()                                                           \
+  QMLX_REQUIRE_REDIS();                                                                    \
+  if (std::system("command -v openssl >/dev/null 2>&1") != 0) {                            \
+    GTEST_SKIP() << "the openssl command is not installed (scripts/setup.sh installs it)"; \
   }
 
 }  // namespace qmlx::test

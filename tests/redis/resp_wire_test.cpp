@@ -1,4 +1,4 @@
-#include "cache/resp_wire.h"
+#include "redis/resp_wire.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "cache/socket_stream.h"
+#include "redis/socket_stream.h"
 
 namespace qmlx {
 namespace {
