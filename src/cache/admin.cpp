@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "cache/eviction.h"
 #include "cache/shared_tier.h"
 
 namespace qmlx {

@@ -1,20 +1,14 @@
 #include "cache/restorer.h"
 
-#include <chrono>
 #include <cstring>
 #include <vector>
 
+#include "base/elapsed.h"
 #include "base/thread_pool.h"
 #include "cache/disk_store.h"
 
 namespace qmlx {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 RejectReason reason_of(const Status& s) {
   if (s.code() == Status::Code::kNotFound || s.code() == Status::Code::kIOError ||
@@ -44,7 +38,7 @@ class Restore {
     const int64_t position = req_.point.position;
     chain_ = chain_hashes(req_.fingerprint, req_.prompt.first(size_t(position)), req_.chunk_tokens);
     if (req_.point.is_snapshot && !load_snapshot()) return fail_reset(false);
-    const auto install_start = Clock::now();
+    const auto install_start = SteadyClock::now();
     sink_.reset(position);
     out_.install_seconds += seconds_since(install_start);
     if (!restore_chunks()) return fail_reset(true);
@@ -81,11 +75,11 @@ class Restore {
 
   bool load_snapshot() {
     const std::string name = DiskStore::snapshot_name(req_.point.id);
-    auto start = Clock::now();
+    auto start = SteadyClock::now();
     FetchedFile file = fetch(name);
     out_.read_seconds += seconds_since(start);
     if (!file.status.ok()) return reject(fetch_failure(file.status), file.status.ToString(), "");
-    start = Clock::now();
+    start = SteadyClock::now();
     snapshot_ = file.bytes;
     bool ok = verify_snapshot(name);
     out_.verify_seconds += seconds_since(start);
@@ -136,7 +130,7 @@ class Restore {
     std::vector<FetchedFile> files(count);
     std::vector<Status> checks(count);
     std::vector<ChunkHeader> headers(count);
-    auto start = Clock::now();
+    auto start = SteadyClock::now();
     default_pool().parallel_for(count, [&](size_t begin, size_t end) {
       for (size_t i = begin; i < end; ++i) {
         files[i] = fetch_(DiskStore::chunk_name(chain_[first + i + 1]));
@@ -149,7 +143,7 @@ class Restore {
       }
       count_read(files[i]);
     }
-    start = Clock::now();
+    start = SteadyClock::now();
     default_pool().parallel_for(count, [&](size_t begin, size_t end) {
       for (size_t i = begin; i < end; ++i)
         checks[i] = verify(first + i, *files[i].bytes, &headers[i]);
@@ -164,7 +158,7 @@ class Restore {
       if (checks[i].message() == "tokens") reason = RejectReason::kTokens;
       return reject(reason, name + ": " + checks[i].ToString(), name);
     }
-    start = Clock::now();
+    start = SteadyClock::now();
     for (size_t i = 0; i < count; ++i) install_chunk(first + i, headers[i], *files[i].bytes);
     out_.install_seconds += seconds_since(start);
     return true;
@@ -198,7 +192,7 @@ class Restore {
   }
 
   void install_snapshot() {
-    const auto start = Clock::now();
+    const auto start = SteadyClock::now();
     const SnapshotHeader& h = header_;
     const int64_t tail_begin = h.full_chunks() * h.chunk_tokens;
     const size_t tail_rows_bytes = size_t(h.tail_tokens()) * h.kv_row_bytes;

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "cache/admin.h"
 #include "cache/prefix_cache.h"
+#include "cache/shared_tier.h"
 #include "cache_fixture.h"
 #include "redis_cluster_fixture.h"
 
