@@ -15,7 +15,7 @@
 #include "cache/config.h"
 #include "cache/shared_tier.h"
 #include "cli/command.h"
-#include "server/options.h"
+#include "server/config/options.h"
 
 namespace qmlx::cli {
 namespace {

@@ -19,11 +19,11 @@
 #include "cache/prefix_cache.h"
 #include "cli/command.h"
 #include "modelgen/demo_model.h"
-#include "server/api_server.h"
-#include "server/cache_metrics.h"
-#include "server/options.h"
-#include "server/prefix_cache_hooks.h"
-#include "server/runtime_loader.h"
+#include "server/config/options.h"
+#include "server/metrics/cache_metrics.h"
+#include "server/routes/api_server.h"
+#include "server/scheduling/prefix_cache_hooks.h"
+#include "server/scheduling/runtime_loader.h"
 
 namespace qmlx::cli {
 namespace {

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "server/request_parser.h"
-#include "server/responses_request.h"
+#include "server/common/request_parser.h"
+#include "server/responses/responses_request.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "text/template/chat_template.h"
 

@@ -11,9 +11,9 @@
 #include <random>
 
 #include "base/logging.h"
-#include "server/canonical_history.h"
-#include "server/options.h"
-#include "server/runtime_loader.h"
+#include "server/config/options.h"
+#include "server/scheduling/canonical_history.h"
+#include "server/scheduling/runtime_loader.h"
 #include "tests/integration/turn_harness.h"
 
 namespace qmlx::testing {

@@ -3,7 +3,7 @@
 // next turn restores the reply as the template re-renders it and prefills only the new message.
 #include <gtest/gtest.h>
 
-#include "server/canonical_history.h"
+#include "server/scheduling/canonical_history.h"
 #include "tests/integration/turn_harness.h"
 
 namespace qmlx::testing {

@@ -4,8 +4,8 @@
 // cache_differential_test.cpp.
 #include <gtest/gtest.h>
 
-#include "server/options.h"
-#include "server/runtime_loader.h"
+#include "server/config/options.h"
+#include "server/scheduling/runtime_loader.h"
 #include "tests/integration/turn_harness.h"
 
 namespace qmlx::testing {

@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-#include "server/canonical_history.h"
+#include "server/scheduling/canonical_history.h"
 #include "tests/integration/turn_harness.h"
 
 namespace qmlx::testing {

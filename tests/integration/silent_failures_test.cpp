@@ -8,7 +8,7 @@
 //      next turn needs.
 #include <gtest/gtest.h>
 
-#include "server/canonical_history.h"
+#include "server/scheduling/canonical_history.h"
 #include "tests/integration/turn_harness.h"
 
 namespace qmlx::testing {

@@ -8,8 +8,8 @@
 #include "base/logging.h"
 #include "cache/hash.h"
 #include "modelgen/model_writer.h"
-#include "server/options.h"
-#include "server/runtime_loader.h"
+#include "server/config/options.h"
+#include "server/scheduling/runtime_loader.h"
 
 namespace qmlx::testing {
 

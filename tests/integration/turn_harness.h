@@ -16,9 +16,9 @@
 
 #include "cache/prefix_cache.h"
 #include "modelgen/model_options.h"
-#include "server/generation_runner.h"
-#include "server/model_runtime.h"
-#include "server/prefix_cache_hooks.h"
+#include "server/scheduling/generation_runner.h"
+#include "server/scheduling/model_runtime.h"
+#include "server/scheduling/prefix_cache_hooks.h"
 
 namespace qmlx::testing {
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "server/anthropic_format.h"
-#include "server/reasoning_signature.h"
+#include "server/anthropic/anthropic_format.h"
+#include "server/common/reasoning_signature.h"
 #include "tests/server/sse_reader.h"
 
 namespace qmlx::server {

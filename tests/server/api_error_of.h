@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "server/api_error.h"
+#include "server/common/api_error.h"
 
 namespace qmlx::server::testing {
 

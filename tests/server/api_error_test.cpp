@@ -2,9 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/api_error.h"
-#include "server/auth.h"
-#include "server/sse.h"
+#include "server/common/api_error.h"
+#include "server/routes/auth.h"
+#include "server/routes/sse.h"
 
 namespace qmlx::server {
 namespace {

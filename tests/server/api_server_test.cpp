@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "base/json_depth.h"
-#include "server/api_server.h"
+#include "server/routes/api_server.h"
 #include "tests/server/fake_runtime.h"
 #include "tests/server/sse_reader.h"
 

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/generation_runner.h"
+#include "server/scheduling/generation_runner.h"
 #include "tests/server/fake_runtime.h"
 
 namespace qmlx::server {

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <thread>
 
-#include "server/runtime_loader.h"
+#include "server/scheduling/runtime_loader.h"
 #include "text/template/chat_prompt.h"
 
 namespace qmlx::server::testing {

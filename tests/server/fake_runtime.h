@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "server/cache_hooks.h"
-#include "server/model_runtime.h"
+#include "server/scheduling/cache_hooks.h"
+#include "server/scheduling/model_runtime.h"
 
 namespace qmlx::server::testing {
 

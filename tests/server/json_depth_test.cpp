@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "base/json_depth.h"
-#include "server/request_parser.h"
+#include "server/common/request_parser.h"
 #include "tests/server/api_error_of.h"
 
 namespace qmlx::server {

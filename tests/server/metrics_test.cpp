@@ -3,8 +3,8 @@
 #include <map>
 #include <sstream>
 
-#include "server/metrics.h"
-#include "server/server_metrics.h"
+#include "server/metrics/metrics.h"
+#include "server/metrics/server_metrics.h"
 
 namespace qmlx::server {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 #include "cache/config.h"
-#include "server/options.h"
+#include "server/config/options.h"
 
 namespace qmlx::server {
 namespace {

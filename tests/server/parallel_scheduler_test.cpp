@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "server/api_error.h"
-#include "server/scheduler.h"
+#include "server/common/api_error.h"
+#include "server/scheduling/scheduler.h"
 #include "tests/server/fake_runtime.h"
 
 namespace qmlx::server {

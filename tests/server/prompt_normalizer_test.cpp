@@ -1,6 +1,6 @@
 // The prompt normalization rules one by one: each fires on what the real client sends, leaves
 // look-alikes alone, is idempotent, and can be switched off.
-#include "server/prompt_normalizer.h"
+#include "server/prompt/prompt_normalizer.h"
 
 #include <gtest/gtest.h>
 

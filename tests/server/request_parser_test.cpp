@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "server/reasoning_signature.h"
-#include "server/request_parser.h"
+#include "server/common/reasoning_signature.h"
+#include "server/common/request_parser.h"
 #include "tests/server/api_error_of.h"
 
 namespace qmlx::server {

@@ -4,8 +4,8 @@
 // response_format / text.format that this server cannot honour.
 #include <gtest/gtest.h>
 
-#include "server/request_parser.h"
-#include "server/responses_request.h"
+#include "server/common/request_parser.h"
+#include "server/responses/responses_request.h"
 #include "tests/server/api_error_of.h"
 
 namespace qmlx::server {

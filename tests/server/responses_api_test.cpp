@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include "server/api_server.h"
+#include "server/routes/api_server.h"
 #include "tests/server/fake_runtime.h"
 #include "tests/server/sse_reader.h"
 

@@ -3,8 +3,8 @@
 // non-streamed object carrying the same items.
 #include <gtest/gtest.h>
 
-#include "server/reasoning_signature.h"
-#include "server/responses_format.h"
+#include "server/common/reasoning_signature.h"
+#include "server/responses/responses_format.h"
 #include "tests/server/fake_runtime.h"
 #include "tests/server/sse_reader.h"
 

@@ -2,9 +2,9 @@
 // built-in), tool_choice, the fields Codex sends, previous_response_id, and errors by name.
 #include <gtest/gtest.h>
 
-#include "server/reasoning_signature.h"
-#include "server/responses_request.h"
-#include "server/system_message_placement.h"
+#include "server/common/reasoning_signature.h"
+#include "server/prompt/system_message_placement.h"
+#include "server/responses/responses_request.h"
 #include "tests/server/api_error_of.h"
 
 namespace qmlx::server {

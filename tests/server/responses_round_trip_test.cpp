@@ -7,10 +7,10 @@
 #include <algorithm>
 
 #include "modelgen/chat_template.h"
-#include "server/canonical_history.h"
-#include "server/responses_format.h"
-#include "server/responses_request.h"
-#include "server/system_message_placement.h"
+#include "server/prompt/system_message_placement.h"
+#include "server/responses/responses_format.h"
+#include "server/responses/responses_request.h"
+#include "server/scheduling/canonical_history.h"
 #include "tests/server/fake_runtime.h"
 #include "text/template/chat_prompt.h"
 

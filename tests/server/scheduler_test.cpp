@@ -1,7 +1,7 @@
 // The engine thread's idle work (scheduler.cpp): after each request the cache's on_idle runs
 // once, also when the next request is already waiting (a fast client), and its preemption
 // check lets it go on only with work that the waiting request's prompt begins with.
-#include "server/scheduler.h"
+#include "server/scheduling/scheduler.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "server/stop_matcher.h"
+#include "server/scheduling/stop_matcher.h"
 
 namespace qmlx::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/system_message_placement.h"
+#include "server/prompt/system_message_placement.h"
 
 #include <gtest/gtest.h>
 

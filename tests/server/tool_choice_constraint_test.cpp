@@ -1,6 +1,6 @@
 // ToolChoiceConstraint on its own: what it forces for each tool_choice and format, and when
 // (at once, or only after the reasoning block closes), with the fake model's byte tokenizer.
-#include "server/tool_choice_constraint.h"
+#include "server/scheduling/tool_choice_constraint.h"
 
 #include <gtest/gtest.h>
 
