@@ -74,5 +74,5 @@ for engine in ${ENGINES:-qmlx-0 qmlx-bounded llama}; do
       fi
     done
   done
-  [ -n "$server" ] && stop
+  if [ -n "$server" ]; then stop; fi
 done

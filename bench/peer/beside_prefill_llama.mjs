@@ -8,6 +8,7 @@
 //   node beside_prefill_llama.mjs MODEL.gguf MODE LONG_PROMPT SHORT_PROMPT DECODE_TOKENS
 //        [threads=2] [DELAY_MS=3000] [BATCH=512]
 import {getLlama} from "node-llama-cpp";
+import {arrivalStats, promptOf} from "./prompt_streams.mjs";
 
 const [modelPath, mode, longArg, shortArg, decodeArg, threadsArg, delayArg, batchArg] =
     process.argv.slice(2);
@@ -23,17 +24,6 @@ const context = await model.createContext({
   threads,
   sequences: 2,
 });
-
-function promptOf(length, seed) {
-  return Array.from({length}, () => {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
-    return seed % 256;
-  });
-}
-
-function quantile(sorted, q) {
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : null;
-}
 
 const result = {engine: "llama.cpp", model: modelPath, threads, batch_size: batchSize, mode,
                 long_prompt_tokens: longPrompt, short_prompt_tokens: shortPrompt,
@@ -55,12 +45,7 @@ if (mode === "beside") {
     times.push(performance.now());
     if (times.length >= decodeTokens) break;
   }
-  const gaps = times.slice(1).map((t, i) => t - times[i]).sort((a, b) => a - b);
-  result.short_ttft_ms = times[0] - sent;
-  result.short_tokens = times.length;
-  result.gap_median_ms = quantile(gaps, 0.5);
-  result.gap_p90_ms = quantile(gaps, 0.9);
-  result.gap_max_ms = gaps.at(-1) ?? null;
+  Object.assign(result, arrivalStats(sent, times));
   result.short_decoded_while_long_prefilled = !longFinished;
 }
 const longEnd = await longDone;

@@ -7,16 +7,11 @@
 // use. Prints one JSON line.
 //   node beside_prefill_qmlx.mjs BASE_URL MODE(alone|beside) LONG_PROMPT SHORT_PROMPT DECODE_TOKENS
 //        [DELAY_MS=3000]
+import {arrivalStats, promptOf} from "./prompt_streams.mjs";
+
 const [base, mode, longArg, shortArg, decodeArg, delayArg] = process.argv.slice(2);
 const longPrompt = Number(longArg), shortPrompt = Number(shortArg);
 const decodeTokens = Number(decodeArg), delayMs = Number(delayArg ?? 3000);
-
-function promptOf(length, seed) {
-  return Array.from({length}, () => {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
-    return seed % 256;
-  });
-}
 
 async function post(prompt, maxTokens, stream) {
   const response = await fetch(`${base}/v1/completions`, {
@@ -52,10 +47,6 @@ async function streamedTimes(prompt, maxTokens) {
   return times;
 }
 
-function quantile(sorted, q) {
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : null;
-}
-
 const result = {engine: "qmlx", base, mode, long_prompt_tokens: longPrompt,
                 short_prompt_tokens: shortPrompt, decode_tokens: decodeTokens};
 const longSent = performance.now();
@@ -68,12 +59,7 @@ if (mode === "beside") {
   const sent = performance.now();
   const times = await streamedTimes(promptOf(shortPrompt, 7), decodeTokens);
   const longEnd = await Promise.race([long, Promise.resolve(null)]);
-  const gaps = times.slice(1).map((t, i) => t - times[i]).sort((a, b) => a - b);
-  result.short_ttft_ms = times[0] - sent;
-  result.short_tokens = times.length;
-  result.gap_median_ms = quantile(gaps, 0.5);
-  result.gap_p90_ms = quantile(gaps, 0.9);
-  result.gap_max_ms = gaps.at(-1) ?? null;
+  Object.assign(result, arrivalStats(sent, times));
   result.short_decoded_while_long_prefilled = longEnd === null;
 }
 const longEnd = await long;

@@ -7,6 +7,7 @@
 //   node llama_parallel_bench.mjs MODEL.gguf SEQUENCES PROMPT_TOKENS DECODE_TOKENS [threads=2]
 //        [LONG_PROMPT=0]
 import {getLlama} from "node-llama-cpp";
+import {promptOf} from "./prompt_streams.mjs";
 
 const [modelPath, sequencesArg, promptArg, decodeArg, threadsArg, longArg] = process.argv.slice(2);
 const sequences = Number(sequencesArg), promptTokens = Number(promptArg);
@@ -22,14 +23,6 @@ const context = await model.createContext({
   threads,
   sequences: Math.max(sequences, longPrompt > 0 ? 2 : 1),
 });
-
-// Ids below 256 (byte tokens: valid in every generated tokenizer); each sequence its own stream.
-function promptOf(length, seed) {
-  return Array.from({length}, () => {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
-    return seed % 256;
-  });
-}
 
 async function decode(sequence, prompt, tokens, onFirst) {
   let n = 0;

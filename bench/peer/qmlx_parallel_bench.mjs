@@ -12,16 +12,11 @@
 // a PROMPT_TOKENS one, and reports the short one's time to its first token (its whole request,
 // max_tokens 1). Prints one JSON line with llama_parallel_bench.mjs's fields.
 //   node qmlx_parallel_bench.mjs BASE_URL SEQUENCES PROMPT_TOKENS DECODE_TOKENS [LONG_PROMPT=0]
+import {promptOf} from "./prompt_streams.mjs";
+
 const [base, sequencesArg, promptArg, decodeArg, longArg] = process.argv.slice(2);
 const sequences = Number(sequencesArg), promptTokens = Number(promptArg);
 const decodeTokens = Number(decodeArg), longPrompt = Number(longArg ?? 0);
-
-function promptOf(length, seed) {
-  return Array.from({length}, () => {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
-    return seed % 256;
-  });
-}
 
 async function post(prompt, maxTokens, stream) {
   const response = await fetch(`${base}/v1/completions`, {

@@ -315,7 +315,8 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
   app.add_option("--max-step-ms", options.max_step_ms,
                  "Longest engine step, in ms: a long prefill is cut into steps this long, so "
                  "sequences decoding beside it get a token at least this often, and a client "
-                 "that leaves stops its prefill within one step (0 = whole prefill chunks)")
+                 "that leaves stops its prefill within one step (steps of prefills alone may "
+                 "last 4 times this; 0 = whole prefill chunks)")
       ->check(CLI::Range(0, 600000))
       ->capture_default_str();
   try {

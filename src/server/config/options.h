@@ -24,6 +24,8 @@ inline constexpr int kDefaultParallel = 4;
 // The longest an engine step carrying decode rows may take, in ms (--max-step-ms): the gap a
 // decoding sequence sees while another prefills. Chosen by measurement (BENCHMARKS.md).
 inline constexpr int kDefaultMaxStepMs = 500;
+// Steps of prefills alone (no decode rows) may last this many times --max-step-ms.
+inline constexpr double kPrefillAloneStepFactor = 4;
 
 // Sampling values used when a request does not set them.
 struct SamplingDefaults {

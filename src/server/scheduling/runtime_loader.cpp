@@ -249,9 +249,12 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
   // Speculative decoding is not batched yet: its sessions run their forwards directly, which is
   // only safe with one slot (options.cpp refuses --speculative with --parallel above 1).
   BatchEngineOptions engine_options;
-  // Prefills alone get the same bound: their client may leave, and it is heard at a step's end.
-  engine_options.max_step_seconds = engine_options.max_prefill_step_seconds =
-      options.max_step_ms / 1000.0;
+  engine_options.max_step_seconds = options.max_step_ms / 1000.0;
+  // Prefills alone are bounded too (their client may leave, which is heard at a step's end),
+  // but looser: no one decodes beside them, and 500 ms steps cost a lone 8k prefill 17% of its
+  // throughput on the 0.8B shape (weights read again each step; BENCHMARKS.md).
+  engine_options.max_prefill_step_seconds =
+      kPrefillAloneStepFactor * engine_options.max_step_seconds;
   auto engine = std::make_shared<BatchEngine>(model, engine_options);
   engine->calibrate();
   runtime->max_step_ms = options.max_step_ms;
