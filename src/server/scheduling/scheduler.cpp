@@ -234,7 +234,6 @@ void Scheduler::slot_loop(size_t slot) {
           Slot& state = slot_state_[slot];
           state.producing.clear();
           state.last_job = job;
-          state.running = true;
           job_bytes = worst_case_bytes(*job);
           active_.push_back(job);
           active_bytes_ += job_bytes;
@@ -265,7 +264,6 @@ void Scheduler::slot_loop(size_t slot) {
       std::lock_guard<std::mutex> lock(mutex_);
       active_.erase(std::find(active_.begin(), active_.end(), job));
       active_bytes_ -= job_bytes;
-      slot_state_[slot].running = false;
       idle_pending = !exit_;
       publish_gauges();
     }

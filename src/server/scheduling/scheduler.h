@@ -98,7 +98,6 @@ class Scheduler {
     bool watchdog_logged = false;
   };
   struct Slot {
-    bool running = false;       // runs a job
     bool idle_working = false;  // inside the cache's on_idle
     // The tokens its idle work produced or is producing (what it last passed to the
     // pre-emption check), until it takes a job; empty otherwise.
