@@ -7,7 +7,7 @@
 // use. Prints one JSON line.
 //   node beside_prefill_qmlx.mjs BASE_URL MODE(alone|beside) LONG_PROMPT SHORT_PROMPT DECODE_TOKENS
 //        [DELAY_MS=3000]
-import {arrivalStats, promptOf} from "./prompt_streams.mjs";
+import {arrivalStats, promptOf, sseChunks} from "./prompt_streams.mjs";
 
 const [base, mode, longArg, shortArg, decodeArg, delayArg] = process.argv.slice(2);
 const longPrompt = Number(longArg), shortPrompt = Number(shortArg);
@@ -28,21 +28,9 @@ async function post(prompt, maxTokens, stream) {
 // The arrival time of every streamed chunk that carries text.
 async function streamedTimes(prompt, maxTokens) {
   const response = await post(prompt, maxTokens, true);
-  const decoder = new TextDecoder();
   const times = [];
-  let buffer = "";
-  for await (const piece of response.body) {
-    const now = performance.now();
-    buffer += decoder.decode(piece, {stream: true});
-    for (let cut; (cut = buffer.indexOf("\n\n")) >= 0;) {
-      const data = buffer.slice(0, cut).split("\n").filter((l) => l.startsWith("data: "))
-          .map((l) => l.slice(6)).join("");
-      buffer = buffer.slice(cut + 2);
-      if (!data || data === "[DONE]") continue;
-      const chunk = JSON.parse(data);
-      if (chunk.error) throw new Error(JSON.stringify(chunk.error));
-      if (chunk.choices?.[0]?.text) times.push(now);
-    }
+  for await (const {chunk, now} of sseChunks(response)) {
+    if (chunk.choices?.[0]?.text) times.push(now);
   }
   return times;
 }

@@ -12,7 +12,7 @@
 // a PROMPT_TOKENS one, and reports the short one's time to its first token (its whole request,
 // max_tokens 1). Prints one JSON line with llama_parallel_bench.mjs's fields.
 //   node qmlx_parallel_bench.mjs BASE_URL SEQUENCES PROMPT_TOKENS DECODE_TOKENS [LONG_PROMPT=0]
-import {promptOf} from "./prompt_streams.mjs";
+import {promptOf, sseChunks} from "./prompt_streams.mjs";
 
 const [base, sequencesArg, promptArg, decodeArg, longArg] = process.argv.slice(2);
 const sequences = Number(sequencesArg), promptTokens = Number(promptArg);
@@ -39,23 +39,12 @@ async function complete(prompt, maxTokens) {
 // and the server's decode time.
 async function streamed(prompt, maxTokens) {
   const response = await post(prompt, maxTokens, true);
-  const decoder = new TextDecoder();
   const times = [];
-  let buffer = "", tokens = 0, decodeMs = 0;
-  for await (const piece of response.body) {
-    const now = performance.now();
-    buffer += decoder.decode(piece, {stream: true});
-    for (let cut; (cut = buffer.indexOf("\n\n")) >= 0;) {
-      const data = buffer.slice(0, cut).split("\n").filter((l) => l.startsWith("data: "))
-          .map((l) => l.slice(6)).join("");
-      buffer = buffer.slice(cut + 2);
-      if (!data || data === "[DONE]") continue;
-      const chunk = JSON.parse(data);
-      if (chunk.error) throw new Error(JSON.stringify(chunk.error));
-      if (chunk.usage) tokens = chunk.usage.completion_tokens;
-      if (chunk.timings) decodeMs = chunk.timings.decode_ms ?? 0;
-      if (chunk.choices?.[0]?.text) times.push(now);
-    }
+  let tokens = 0, decodeMs = 0;
+  for await (const {chunk, now} of sseChunks(response)) {
+    if (chunk.usage) tokens = chunk.usage.completion_tokens;
+    if (chunk.timings) decodeMs = chunk.timings.decode_ms ?? 0;
+    if (chunk.choices?.[0]?.text) times.push(now);
   }
   return {end: performance.now(), tokens, decodeMs, times};
 }

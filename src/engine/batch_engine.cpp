@@ -139,9 +139,11 @@ void BatchEngine::run(Work& work, const PrefillProgress& progress) {
 std::vector<size_t> BatchEngine::plan_step() const {
   std::vector<size_t> give(pending_.size(), 0);
   size_t prefills = 0;
+  bool decoding = false;
   for (size_t i = 0; i < pending_.size(); ++i) {
     if (pending_[i]->kind == RowKind::kGenerated) {
       give[i] = pending_[i]->tokens.size();  // a running decode (or verify) is never held back
+      decoding = true;
     } else {
       ++prefills;
     }
@@ -165,8 +167,6 @@ std::vector<size_t> BatchEngine::plan_step() const {
       budget -= add;
     }
   }
-  const bool decoding = std::any_of(pending_.begin(), pending_.end(),
-                                    [](const Work* w) { return w->kind == RowKind::kGenerated; });
   const double seconds = decoding ? options_.max_step_seconds : options_.max_prefill_step_seconds;
   if (seconds > 0 && prefills > 0) fit_prompt_rows_in_time(give, seconds);
   return give;

@@ -1,5 +1,7 @@
-"""Helpers shared by the Python end-to-end tests (hardening/, fleet/): failing with a message,
-a free loopback port, and waiting for a started process to answer /health with 200."""
+"""Helpers shared by the Python end-to-end tests (hardening/, fleet/, server/): failing with a
+message, a free loopback port, waiting for a started process to answer /health with 200, and
+reading one Prometheus metric."""
+import http.client
 import socket
 import sys
 import time
@@ -34,3 +36,15 @@ def wait_healthy(port, process, log_path):
             pass
         time.sleep(0.1)
     fail("not ready: port %d" % port)
+
+
+def metric(port, name):
+    """The value of metric `name` on the metrics port; fails when it is missing."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    fail("metric %s missing" % name)

@@ -22,7 +22,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2e_support import fail, free_port, wait_healthy  # noqa: E402
+from e2e_support import fail, free_port, metric, wait_healthy  # noqa: E402
 
 QMLX, WORK = sys.argv[1], sys.argv[2]
 KEY = "step-key"
@@ -63,16 +63,6 @@ def stream_times(port, ids, max_tokens):
     conn.close()
     return times
 
-
-def metric(port, name):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
-    conn.close()
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    fail("metric %s missing" % name)
 
 
 def main():
