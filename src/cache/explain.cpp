@@ -4,7 +4,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cache/volatile_span.h"
 
 namespace qmlx {
 namespace {
@@ -58,21 +57,30 @@ std::optional<Divergence> find_divergence(std::span<const int32_t> prompt,
   return d;
 }
 
+DivergenceText describe_divergence(const Divergence& d, const TokenDecoder& decode) {
+  DivergenceText text{decode(d.before), decode(d.cached_after), decode(d.incoming_after), {}};
+  text.cause = find_volatile_span(text.before + text.cached, text.before + text.incoming);
+  return text;
+}
+
 std::string format_divergence(const Divergence& d, const TokenDecoder& decode) {
+  return format_divergence(d, describe_divergence(d, decode));
+}
+
+std::string format_divergence(const Divergence& d, const DivergenceText& text) {
   auto quoted = [](const std::string& text) {
     return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   };
-  const std::string before = decode(d.before), cached = decode(d.cached_after),
-                    incoming = decode(d.incoming_after);
   std::string line =
       "divergence pos=" + std::to_string(d.position) + " restored=" + std::to_string(d.restored) +
       (d.unrestored.empty() ? "" : " unrestored=" + d.unrestored) +
       " snapshot=" + d.snapshot_id.hex() +
-      " kind=" + std::string(snapshot_kind_name(d.snapshot_kind)) + " before=" + quoted(before) +
-      " cached=" + quoted(cached) + " incoming=" + quoted(incoming);
-  if (auto cause = find_volatile_span(before + cached, before + incoming)) {
-    line += " likely_cause=" + cause->kind + " span=" + quoted(cause->text) +
-            " fix=" + quoted(cause->fix);
+      " kind=" + std::string(snapshot_kind_name(d.snapshot_kind)) +
+      " before=" + quoted(text.before) + " cached=" + quoted(text.cached) +
+      " incoming=" + quoted(text.incoming);
+  if (text.cause) {
+    line += " likely_cause=" + text.cause->kind + " span=" + quoted(text.cause->text) +
+            " fix=" + quoted(text.cause->fix);
   }
   return line;
 }

@@ -14,6 +14,7 @@
 
 #include "cache/hash.h"
 #include "cache/snapshot_kind.h"
+#include "cache/volatile_span.h"
 
 namespace qmlx {
 
@@ -41,10 +42,22 @@ std::optional<Divergence> find_divergence(std::span<const int32_t> prompt,
 
 using TokenDecoder = std::function<std::string(std::span<const int32_t>)>;
 
+// The divergence decoded: the text on both sides of the split, and the likely cause when the
+// split falls on a volatile-looking span (see volatile_span.h).
+struct DivergenceText {
+  std::string before;    // the shared text just before the split
+  std::string cached;    // what the cache has after it
+  std::string incoming;  // what the prompt has after it
+  std::optional<VolatileSpan> cause;
+};
+DivergenceText describe_divergence(const Divergence& d, const TokenDecoder& decode);
+
 // One log line: "divergence pos=<p> restored=<r> [unrestored=<why>] snapshot=<id> kind=<k>
 // before=<..> cached=<..> incoming=<..>", the texts JSON-quoted so control characters stay
 // visible, then " likely_cause=<kind> span=<..> fix=<..>" when the split falls on a
 // volatile-looking span (a date, a time, an id, a known client header; see volatile_span.h).
 std::string format_divergence(const Divergence& d, const TokenDecoder& decode);
+// The same line from a divergence already decoded.
+std::string format_divergence(const Divergence& d, const DivergenceText& text);
 
 }  // namespace qmlx

@@ -319,11 +319,18 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
                  "last 4 times this; 0 = whole prefill chunks)")
       ->check(CLI::Range(0, 600000))
       ->capture_default_str();
+  bool no_ui = false;
+  app.add_flag("--no-ui", no_ui,
+               "Turn off the status page (GET /) and its data routes (/admin/ui/...)");
+  app.add_flag("--ui-show-text", options.ui_show_text,
+               "Show prompt text on the status page: the text on both sides of a divergence "
+               "(off: its positions and the kind of span only)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return {std::nullopt, app.exit(e)};
   }
+  options.ui_enabled = !no_ui;
   if (!speculative.empty()) options.speculative_tokens = parse_speculative_flag(speculative);
   if (!speculative_config.empty())
     options.speculative_tokens = parse_speculative_config(speculative_config);

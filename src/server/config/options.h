@@ -72,6 +72,10 @@ struct ServerOptions {
   // Steps bounded in time (--max-step-ms): prompt rows are sized from measured step times so
   // that a step lasts about this long; 0: steps of prefill_chunk tokens whatever they cost.
   int max_step_ms = kDefaultMaxStepMs;
+  // The status page at GET / and its JSON routes (--no-ui turns both off).
+  bool ui_enabled = true;
+  // The page shows prompt text (a divergence's both sides) only with --ui-show-text.
+  bool ui_show_text = false;
   // The config file's "cache" object, passed through untouched to the cache's own parser.
   nlohmann::json cache_config = nlohmann::json::object();
   // The config file's "prompt_normalization" object: which rules rewrite requests.

@@ -22,10 +22,6 @@ const std::vector<double> kFractionBuckets = {0.1, 0.2, 0.3, 0.4,  0.5,  0.6,
                                               0.7, 0.8, 0.9, 0.95, 0.99, 1};
 const std::vector<double> kTokensPerStepBuckets = {1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 5};
 
-const char* finish_name(FinishReason reason) {
-  return reason == FinishReason::kCancelled ? "cancelled" : openai_finish_reason(reason);
-}
-
 }  // namespace
 
 ServerMetrics::ServerMetrics(MetricsRegistry& registry)
@@ -158,7 +154,7 @@ std::string request_log_line(uint64_t uid, FinishReason finish, const Generation
                 cache.lookup_ms, cache.read_ms, cache.verify_ms, cache.install_ms, stats.prefill_ms,
                 stats.ttft_ms, static_cast<long long>(stats.prompt_tokens),
                 static_cast<long long>(stats.completion_tokens), stats.prefill_tokens_per_second(),
-                stats.decode_tokens_per_second(), stats.queue_ms, finish_name(finish));
+                stats.decode_tokens_per_second(), stats.queue_ms, finish_reason_name(finish));
   out += line;
   // A request cut short says so, how long it ran and what the cache kept of it.
   if (status != 200) {

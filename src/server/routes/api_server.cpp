@@ -130,6 +130,10 @@ uint64_t State::record_answered(const http::Request& req, const std::string& rou
   return uid;
 }
 
+HeaderLookup header_lookup(const http::Request& req) {
+  return [&req](const char* name) { return req.get_header_value(name); };
+}
+
 uint64_t request_uid(const http::Response& res) {
   return std::strtoull(res.get_header_value(kRequestIdHeader).c_str(), nullptr, 10);
 }
@@ -180,6 +184,11 @@ http::Server::Handler wrap_route(State& state, const RouteSpec& spec, RouteHandl
     if (!logged_by_job && (spec.log == RequestLog::kEveryRequest ||
                            (spec.log == RequestLog::kFailures && status >= 400))) {
       log_answered(uid, req, status, error_message);
+    }
+    // A generation request refused before the engine: the page's timeline shows it too.
+    if (!logged_by_job && spec.log == RequestLog::kFailures && status >= 400) {
+      state.activity.record_rejected(uid, spec.path, header_origin(header_lookup(req)), status,
+                                     error_message);
     }
   };
 }
@@ -238,6 +247,7 @@ ApiServer::ApiServer(ServerOptions options, MetricsRegistry& registry, ApiServer
   add_info_routes(*http_, state);
   add_generation_routes(*http_, state);
   add_cache_admin_routes(*http_, state);
+  if (state.options.ui_enabled) add_status_page_routes(*http_, state);
   if (state.options.metrics_port != 0) {
     metrics_http_ = new_http_server(state.options, 4);
     MetricsRegistry& reg = registry;
@@ -279,13 +289,14 @@ void ApiServer::set_ready(std::shared_ptr<const ModelRuntime> runtime, CacheHook
                 sequence_state_bytes(runtime->state_layout, state_->context_limit(*runtime));
   scheduler_limits_ = limits;
   auto scheduler = std::make_unique<Scheduler>(*runtime, hooks, &state_->metrics, options.max_queue,
-                                               state_->settings.runner, limits);
+                                               state_->settings.runner, limits, &state_->activity);
   const bool later_system = template_takes_later_system(*runtime);
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->template_takes_later_system = later_system;
   state_->runtime = std::move(runtime);
   state_->scheduler = std::move(scheduler);
   state_->cache = cache;
+  state_->limits = limits;
 }
 
 void ApiServer::stop(std::chrono::milliseconds grace) {

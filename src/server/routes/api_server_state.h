@@ -6,6 +6,7 @@
 #include <string>
 
 #include "http/server.h"
+#include "server/activity/activity_log.h"
 #include "server/common/api_error.h"
 #include "server/responses/response_store.h"
 #include "server/routes/api_server.h"
@@ -26,6 +27,10 @@ struct ApiServer::State {
   std::unique_ptr<Scheduler> scheduler;
   PrefixCache* cache = nullptr;  // the admin routes' cache; null without one
   ResponseStore responses;       // /v1/responses: previous_response_id memory
+  SchedulerLimits limits;        // the slots and memory budget set_ready gave the scheduler
+  // The status page's window onto recent requests and conversations.
+  ActivityLog activity;
+  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   // The model's chat template renders a system message after other messages (see
   // system_message_placement.h); probed once when the model is ready.
   bool template_takes_later_system = false;
@@ -85,5 +90,9 @@ void set_json(http::Response& res, const nlohmann::json& body);
 void add_generation_routes(http::Server& http, State& state);
 void add_info_routes(http::Server& http, State& state);
 void add_cache_admin_routes(http::Server& http, State& state);
+void add_status_page_routes(http::Server& http, State& state);
+
+// The request's headers as request_origin.h reads them.
+HeaderLookup header_lookup(const http::Request& req);
 
 }  // namespace qmlx::server

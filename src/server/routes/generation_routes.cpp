@@ -334,7 +334,8 @@ void handle_generation(const http::Request& req, http::Response& res, State& sta
   ctx.keepalive_seconds = state.settings.keepalive_seconds;
   ctx.responses = &state.responses;
   bool stream = r.stream;
-  ctx.job = std::make_shared<GenerationJob>(uid, std::move(r), std::move(prompt));
+  RequestOrigin origin = request_origin(header_lookup(req), r);
+  ctx.job = std::make_shared<GenerationJob>(uid, std::move(r), std::move(prompt), std::move(origin));
   state.ready_scheduler().submit(ctx.job);
   if (stream) {
     stream_response(res, state, std::move(ctx));

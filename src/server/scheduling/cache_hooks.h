@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,6 +33,18 @@ struct PromptView {
   std::function<bool()> cancelled;
 };
 
+// A divergence as the status page shows it: where the prompt left the cached prefix, and why
+// it likely did. The texts come from the prompt; the page shows them only with --ui-show-text.
+struct DivergenceReport {
+  int64_t position = 0;  // first token where the prompt and the cached prefix differ
+  int64_t restored = 0;  // what the lookup restored
+  // The likely cause's kind: a volatile span's ("date", "time", "uuid", "hex_id", "unix_time",
+  // "client_header"), or "other" when the split falls on none of them.
+  std::string cause = "other";
+  std::string fix;  // what to change on the client's side ("" for "other")
+  std::string span, before, cached, incoming;
+};
+
 struct CacheLookupResult {
   // Tokens [0, cached_tokens) of the prompt were installed into the session by the hook; the
   // server prefills the rest. 0 means a miss and the session was left empty.
@@ -48,6 +61,7 @@ struct CacheLookupResult {
   double lookup_ms = 0, read_ms = 0, verify_ms = 0, install_ms = 0;
   // Where the prompt diverged from the deepest cached prefix, decoded both sides (for the log).
   std::string divergence;
+  std::optional<DivergenceReport> divergence_report;  // the same, structured
 };
 
 // The conversation as the chat template will render it in the next turn, up to where that turn

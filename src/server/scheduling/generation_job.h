@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "server/activity/request_origin.h"
 #include "server/common/generation_request.h"
 #include "server/scheduling/cache_hooks.h"
 #include "server/scheduling/model_runtime.h"
@@ -72,11 +73,17 @@ struct GenerationEvent {
 
 class GenerationJob {
  public:
-  GenerationJob(uint64_t uid, GenerationRequest request, RenderedPrompt prompt)
-      : uid_(uid), request_(std::move(request)), prompt_(std::move(prompt)) {}
+  GenerationJob(uint64_t uid, GenerationRequest request, RenderedPrompt prompt,
+                RequestOrigin origin = {})
+      : uid_(uid),
+        request_(std::move(request)),
+        prompt_(std::move(prompt)),
+        origin_(std::move(origin)) {}
 
   uint64_t uid() const { return uid_; }
   const GenerationRequest& request() const { return request_; }
+  // Who sent it and which conversation it continues (for the status page).
+  const RequestOrigin& origin() const { return origin_; }
   const RenderedPrompt& prompt() const { return prompt_; }
   std::chrono::steady_clock::time_point created() const { return created_; }
 
@@ -103,6 +110,7 @@ class GenerationJob {
   const uint64_t uid_;
   const GenerationRequest request_;
   const RenderedPrompt prompt_;
+  const RequestOrigin origin_;
   const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   std::atomic<bool> cancelled_{false};
   std::atomic<int64_t> delivered_{0};

@@ -402,6 +402,10 @@ const char* openai_finish_reason(FinishReason reason) {
   }
 }
 
+const char* finish_reason_name(FinishReason reason) {
+  return reason == FinishReason::kCancelled ? "cancelled" : openai_finish_reason(reason);
+}
+
 const char* anthropic_stop_reason(FinishReason reason) {
   switch (reason) {
     case FinishReason::kLength:

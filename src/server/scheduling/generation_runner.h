@@ -29,6 +29,8 @@ GenerationOutcome run_generation(GenerationJob& job, InferenceSession& session,
 
 // Converts a finish reason to the OpenAI / Anthropic wire strings.
 const char* openai_finish_reason(FinishReason reason);
+// The log's and the status page's name: OpenAI's, and "cancelled".
+const char* finish_reason_name(FinishReason reason);
 const char* anthropic_stop_reason(FinishReason reason);
 
 }  // namespace qmlx::server

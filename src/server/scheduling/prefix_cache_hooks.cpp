@@ -81,9 +81,24 @@ CacheLookupResult PrefixCacheHooks::lookup_and_restore(const PromptView& prompt,
   out.install_ms = ms(result.install_seconds);
   out.restore_bytes = result.bytes_read;
   if (result.divergence) {
-    out.divergence = format_divergence(*result.divergence, [this](std::span<const int32_t> ids) {
+    const TokenDecoder decode = [this](std::span<const int32_t> ids) {
       return tokenizer_->decode(ids);
-    });
+    };
+    const Divergence& d = *result.divergence;
+    DivergenceText text = describe_divergence(d, decode);
+    out.divergence = format_divergence(d, text);
+    DivergenceReport report;
+    report.position = d.position;
+    report.restored = d.restored;
+    if (text.cause) {
+      report.cause = text.cause->kind;
+      report.fix = text.cause->fix;
+      report.span = std::move(text.cause->text);
+    }
+    report.before = std::move(text.before);
+    report.cached = std::move(text.cached);
+    report.incoming = std::move(text.incoming);
+    out.divergence_report = std::move(report);
   }
   return out;
 }

@@ -27,10 +27,12 @@ uint64_t sequence_state_bytes(const StateLayout& layout, int64_t tokens) {
 }
 
 Scheduler::Scheduler(const ModelRuntime& runtime, CacheHooks& hooks, ServerMetrics* metrics,
-                     size_t max_queue, RunnerSettings settings, SchedulerLimits limits)
+                     size_t max_queue, RunnerSettings settings, SchedulerLimits limits,
+                     ActivityLog* activity)
     : runtime_(runtime),
       hooks_(hooks),
       metrics_(metrics),
+      activity_(activity),
       max_queue_(max_queue),
       settings_(settings),
       limits_(limits) {
@@ -307,8 +309,16 @@ void Scheduler::run_one(GenerationJob& job, InferenceSession& session) {
       log_info("uid=" + std::to_string(job.uid()) + " " + outcome.stats.cache.divergence);
     }
     if (metrics_) metrics_->record_generation(outcome.stats);
+    if (activity_) {
+      activity_->record_generation(job.uid(), job.request().route, job.origin(), status,
+                                   outcome.finish, outcome.stats);
+    }
   } catch (const std::exception& e) {
     log_error("uid=" + std::to_string(job.uid()) + " generation failed: " + e.what());
+    if (activity_) {
+      activity_->record_rejected(job.uid(), route_path(job.request().route), job.origin(), 500,
+                                 std::string("generation failed: ") + e.what());
+    }
     GenerationEvent event;
     event.kind = GenerationEvent::Kind::kError;
     event.status = 500;

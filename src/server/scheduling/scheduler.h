@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/activity/activity_log.h"
 #include "server/metrics/server_metrics.h"
 #include "server/scheduling/cache_hooks.h"
 #include "server/scheduling/generation_job.h"
@@ -67,9 +68,10 @@ struct QueueStatus {
 
 class Scheduler {
  public:
-  // `metrics` may be null (tests).
+  // `metrics` and `activity` (the status page's record of requests) may be null (tests).
   Scheduler(const ModelRuntime& runtime, CacheHooks& hooks, ServerMetrics* metrics,
-            size_t max_queue, RunnerSettings settings = {}, SchedulerLimits limits = {});
+            size_t max_queue, RunnerSettings settings = {}, SchedulerLimits limits = {},
+            ActivityLog* activity = nullptr);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -131,6 +133,7 @@ class Scheduler {
   const ModelRuntime& runtime_;
   CacheHooks& hooks_;
   ServerMetrics* metrics_;
+  ActivityLog* activity_;
   const size_t max_queue_;
   const RunnerSettings settings_;
   const SchedulerLimits limits_;
