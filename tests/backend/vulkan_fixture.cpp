@@ -1,5 +1,6 @@
 #include "vulkan_fixture.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -113,6 +114,16 @@ int64_t ulp_distance(float a, float b) {
     return i < 0 ? int64_t(INT32_MIN) - i : i;
   };
   return std::llabs(key(a) - key(b));
+}
+
+UlpStats compare_ulp(const std::vector<float>& device, const std::vector<float>& cpu) {
+  UlpStats stats;
+  for (size_t i = 0; i < device.size() && i < cpu.size(); ++i) {
+    const int64_t d = ulp_distance(device[i], cpu[i]);
+    stats.max_ulp = std::max(stats.max_ulp, d);
+    stats.differing += d != 0;
+  }
+  return stats;
 }
 
 }  // namespace qmlx::vulkan::testing

@@ -53,6 +53,13 @@ std::vector<float> random_floats(size_t n, uint64_t seed, float lo = -1.f, float
 // Distance in units in the last place between two finite floats of the same sign or zero.
 int64_t ulp_distance(float a, float b);
 
+// How far a device result is from the CPU's, element by element.
+struct UlpStats {
+  int64_t max_ulp = 0;
+  size_t differing = 0;  // elements whose bits differ
+};
+UlpStats compare_ulp(const std::vector<float>& device, const std::vector<float>& cpu);
+
 inline uint32_t bits_of(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
