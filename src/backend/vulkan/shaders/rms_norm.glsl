@@ -3,9 +3,8 @@
 // zero-centred weights (WEIGHT_PLUS_ONE; the CPU folds the + 1 into the weight at load, which
 // is the same float addition). Bit-identical to kernels/norms.cpp on a device with correctly
 // rounded division and square root (lavapipe; FMA is made exact by fma.glsl): the sum of
-// squares follows the CPU's order exactly: 16 lanes of fma chains over the columns (its two
-// 8-wide AVX accumulators), one more 8-wide step, the same pairwise horizontal sum, then the
-// scalar tail. `precise` keeps the compiler from fusing or reordering any of it.
+// squares follows the CPU's order exactly (sum_squares.glsl). `precise` keeps the compiler
+// from fusing or reordering any of it.
 #include "fma.glsl"
 
 layout(local_size_x = 16) in;
@@ -23,34 +22,15 @@ layout(push_constant) uniform Push {
   uint y_base;
 } p;
 
-#include "avx_sum_order.glsl"
-
-shared float lane_sums[16];
-shared float inverse_rms;
+#include "sum_squares.glsl"
 
 void main() {
   const uint lane = gl_LocalInvocationID.x;
   const uint x_row = p.x_base + gl_WorkGroupID.x * p.n;
   const uint y_row = p.y_base + gl_WorkGroupID.x * p.n;
-  const uint blocks16 = p.n & ~15u;
-  precise float acc = 0.0;
-  for (uint i = 0u; i < blocks16; i += 16u)
-    acc = FMA(x[x_row + i + lane], x[x_row + i + lane], acc);
-  const bool block8 = p.n - blocks16 >= 8u;
-  if (block8 && lane < 8u) acc = FMA(x[x_row + blocks16 + lane], x[x_row + blocks16 + lane], acc);
-  lane_sums[lane] = acc;
-  barrier();
-  if (lane == 0u) {
-    precise float v[8];
-    for (uint j = 0u; j < 8u; ++j) v[j] = lane_sums[j] + lane_sums[j + 8u];
-    precise float s = avx_hsum(v);
-    for (uint i = blocks16 + (block8 ? 8u : 0u); i < p.n; ++i)
-      s = FMA(x[x_row + i], x[x_row + i], s);
-    precise float mean = s / float(p.n) + p.eps;
-    inverse_rms = 1.0 / sqrt(mean);
-  }
-  barrier();
-  const float inv = inverse_rms;
+  const float s = row_sum_squares(x_row, p.n);
+  precise float mean = s / float(p.n) + p.eps;
+  precise float inv = 1.0 / sqrt(mean);
   for (uint i = lane; i < p.n; i += 16u) {
     precise float weight = WEIGHT_PLUS_ONE ? 1.0 + w[i] : w[i];
     precise float out_value = x[x_row + i] * inv * weight;
