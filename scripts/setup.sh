@@ -14,6 +14,8 @@ DEBIAN_PACKAGES=(
   clang-14 libclang-rt-14-dev
   # The Vulkan backend: headers and glslc to build; lavapipe and the validation layer to test.
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
+  # The status page's browser test: headless chromium, driven by npm's puppeteer-core.
+  chromium
 )
 
 missing=()

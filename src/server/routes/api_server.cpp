@@ -186,7 +186,8 @@ http::Server::Handler wrap_route(State& state, const RouteSpec& spec, RouteHandl
       log_answered(uid, req, status, error_message);
     }
     // A generation request refused before the engine: the page's timeline shows it too.
-    if (!logged_by_job && spec.log == RequestLog::kFailures && status >= 400) {
+    if (!logged_by_job && spec.log == RequestLog::kFailures && status >= 400 &&
+        spec.path.rfind("/v1/", 0) == 0) {
       state.activity.record_rejected(uid, spec.path, header_origin(header_lookup(req)), status,
                                      error_message);
     }
