@@ -6,7 +6,9 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "server/common/request_parser.h"
+#include "server/anthropic/anthropic_request.h"
+#include "server/chat/chat_request.h"
+#include "server/common/request_fields.h"
 #include "server/responses/responses_request.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "text/template/chat_template.h"

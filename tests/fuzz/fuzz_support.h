@@ -11,7 +11,7 @@
 
 #include <optional>
 
-#include "server/common/request_parser.h"
+#include "server/common/request_fields.h"
 
 namespace qmlx::fuzz {
 

@@ -2,7 +2,9 @@
 // parse first, then chat completions, completions, Anthropic messages and count_tokens,
 // Responses, tokenize, detokenize). Each must parse or refuse with a 4xx naming the field; nothing
 // else may escape.
-#include "server/common/request_parser.h"
+#include "server/anthropic/anthropic_request.h"
+#include "server/chat/chat_request.h"
+#include "server/common/request_fields.h"
 #include "server/responses/responses_request.h"
 #include "tests/fuzz/fuzz_support.h"
 

@@ -4,7 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "base/json_depth.h"
-#include "server/common/request_parser.h"
+#include "server/chat/chat_request.h"
+#include "server/common/request_fields.h"
 #include "tests/server/api_error_of.h"
 
 namespace qmlx::server {

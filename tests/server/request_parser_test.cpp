@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include "server/common/reasoning_signature.h"
-#include "server/common/request_parser.h"
+#include "server/anthropic/anthropic_request.h"
+#include "server/chat/chat_request.h"
+#include "server/common/request_fields.h"
 #include "tests/server/api_error_of.h"
 
 namespace qmlx::server {

@@ -4,7 +4,9 @@
 // response_format / text.format that this server cannot honour.
 #include <gtest/gtest.h>
 
-#include "server/common/request_parser.h"
+#include "server/anthropic/anthropic_request.h"
+#include "server/chat/chat_request.h"
+#include "server/common/request_fields.h"
 #include "server/responses/responses_request.h"
 #include "tests/server/api_error_of.h"
 

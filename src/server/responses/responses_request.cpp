@@ -4,7 +4,7 @@
 
 #include "base/logging.h"
 #include "server/common/reasoning_signature.h"
-#include "server/common/request_parser.h"
+#include "server/common/request_fields.h"
 
 namespace qmlx::server {
 namespace {

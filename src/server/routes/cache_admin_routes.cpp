@@ -14,7 +14,7 @@
 #include <cctype>
 
 #include "base/error.h"
-#include "server/common/request_parser.h"
+#include "server/common/request_fields.h"
 #include "server/routes/api_server_state.h"
 
 namespace qmlx::server {

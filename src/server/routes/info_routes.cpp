@@ -3,7 +3,9 @@
 #include <cmath>
 
 #include "base/error.h"
-#include "server/common/request_parser.h"
+#include "server/anthropic/anthropic_request.h"
+#include "server/chat/chat_request.h"
+#include "server/common/request_fields.h"
 #include "server/prompt/system_message_placement.h"
 #include "server/routes/api_server_state.h"
 

@@ -33,7 +33,7 @@ ordered_json assistant_message(const ParsedOutput& reply) {
   if (!reply.tool_calls.empty()) {
     ordered_json calls = ordered_json::array();
     for (const ToolCall& call : reply.tool_calls) {
-      // Requests carry arguments as objects after parsing (request_parser.cpp), so the
+      // Requests carry arguments as objects after parsing (chat/chat_request.cpp), so the
       // template sees them the same way when the agent sends the call back.
       ordered_json arguments = parse_json_bounded<ordered_json>(call.arguments_json);
       if (arguments.is_discarded() || !arguments.is_object()) arguments = call.arguments_json;

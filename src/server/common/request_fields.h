@@ -1,7 +1,8 @@
-// Request parsing: turns a route's JSON body into a GenerationRequest, or throws ApiError(400)
-// naming the field that is missing or has the wrong type. Anthropic messages (system blocks,
-// tool_use / tool_result / thinking blocks) are converted to the OpenAI message shape that
-// Hugging Face chat templates expect.
+// What every API's request parser shares: the body itself, field helpers that throw
+// ApiError(400) naming the field that is missing or has the wrong type, sampling, stop and
+// max_tokens, tool_choice and reply-format checks, and the info routes' small bodies. Each
+// API's own parser sits with its format: chat/chat_request.h, anthropic/anthropic_request.h,
+// responses/responses_request.h.
 #pragma once
 
 #include <cstdint>
@@ -18,13 +19,6 @@ namespace qmlx::server {
 
 // Parses the raw body; malformed JSON or a non-object body is a 400.
 nlohmann::ordered_json parse_body(const std::string& body);
-
-GenerationRequest parse_chat_request(const nlohmann::ordered_json& body,
-                                     const SamplingDefaults& defaults);
-GenerationRequest parse_completion_request(const nlohmann::ordered_json& body,
-                                           const SamplingDefaults& defaults);
-GenerationRequest parse_messages_request(const nlohmann::ordered_json& body,
-                                         const SamplingDefaults& defaults);
 
 // POST /tokenize: {"content": string, "parse_special": true, "with_pieces": false}.
 struct TokenizeRequest {
@@ -53,12 +47,6 @@ void check_tool_choice(const GenerationRequest& r);
 // server does not do, so they are a 400 naming `path` rather than accepted and ignored.
 void check_text_format(const nlohmann::ordered_json& format, const std::string& path);
 
-// The Anthropic body's conversation (model, messages, tools, tool_choice, thinking) in the
-// server's terms; parse_messages_request adds sampling, and count_tokens uses it alone.
-void parse_anthropic_conversation(const nlohmann::ordered_json& body, GenerationRequest& r);
-nlohmann::ordered_json anthropic_to_openai_messages(const nlohmann::ordered_json& body);
-nlohmann::ordered_json anthropic_to_openai_tools(const nlohmann::ordered_json& tools);
-
 // Field helpers shared by the route parsers (the Responses parser too). Each throws
 // ApiError(400) naming the field: `path` / `key` is the name the message uses.
 [[noreturn]] void bad_field(const std::string& field, const std::string& what);
@@ -81,6 +69,11 @@ bool bool_field(const nlohmann::ordered_json& body, const char* key, bool fallba
 std::string model_field(const nlohmann::ordered_json& body);
 // temperature, top_p, top_k, min_p, penalties and seed, with the server's defaults.
 SamplingParams parse_sampling(const nlohmann::ordered_json& body, const SamplingDefaults& d);
+// "stop" / "stop_sequences": a string or an array of strings (empty ones dropped).
+std::vector<std::string> parse_stop(const nlohmann::ordered_json& body, const char* key);
+// The token limit from `primary`, else `alternative` (may be null), into r.max_tokens.
+void parse_max_tokens(const nlohmann::ordered_json& body, GenerationRequest& r,
+                      const char* primary, const char* alternative);
 // Tool-call arguments as the chat templates want them: an object when the JSON string parses
 // to one, else the string unchanged.
 nlohmann::ordered_json arguments_object(const nlohmann::ordered_json& arguments,

@@ -1,0 +1,18 @@
+// The OpenAI chat completions and legacy completions request bodies, parsed into a
+// GenerationRequest (or ApiError(400) naming the field): messages and tools normalised to the
+// shape Hugging Face chat templates expect, tool_choice, logprobs, streaming options.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "server/common/generation_request.h"
+#include "server/config/options.h"
+
+namespace qmlx::server {
+
+GenerationRequest parse_chat_request(const nlohmann::ordered_json& body,
+                                     const SamplingDefaults& defaults);
+GenerationRequest parse_completion_request(const nlohmann::ordered_json& body,
+                                           const SamplingDefaults& defaults);
+
+}  // namespace qmlx::server
