@@ -7,8 +7,10 @@
 # to stdout and OUT as they come.
 #   bench/peer/beside_prefill.sh [BUILD_DIR]
 # Environment (defaults in brackets): SHAPE [dense]  FORMAT [gguf-q8_0]  LONGS ["8192 24576"]
-#   SHORT_PROMPT [64]  DECODE_TOKENS [48]  MAX_STEP_MS [500]  THREADS [2]  ENGINES ["qmlx-0
+#   SHORT_PROMPT [64]  DECODE_TOKENS [48]  DELAY_MS [3000: when the short request follows the long
+#   one; ~200000 puts it ~20k tokens deep]  MAX_STEP_MS [500]  THREADS [2]  ENGINES ["qmlx-0
 #   qmlx-bounded llama"]  MODES ["alone beside"]  OUT [bench/peer/results-beside-prefill.jsonl]
+#   SKIP_BUILD [unset]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 here="$root/bench/peer"
@@ -18,7 +20,8 @@ format="${FORMAT:-gguf-q8_0}" shape="${SHAPE:-dense}" max_step="${MAX_STEP_MS:-5
 out="${OUT:-$here/results-beside-prefill.jsonl}"
 port=$((20000 + RANDOM % 20000))
 
-cmake --build "$build" --target qmlx_cli qmlx_make_model >&2
+# SKIP_BUILD=1: BUILD_DIR/bin/qmlx as it is (a binary kept aside while the tree changes).
+[ -n "${SKIP_BUILD:-}" ] || cmake --build "$build" --target qmlx_cli qmlx_make_model >&2
 if [ ! -d "$here/node_modules/node-llama-cpp" ]; then
   (cd "$here" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --no-audit --no-fund) >&2
 fi
@@ -70,7 +73,7 @@ for engine in ${ENGINES:-qmlx-0 qmlx-bounded llama}; do
           "$decode" "$threads")"
       else
         emit "$engine" "$(node "$here/beside_prefill_qmlx.mjs" "http://127.0.0.1:$port" "$mode" \
-          "$long" "$short" "$decode")"
+          "$long" "$short" "$decode" "${DELAY_MS:-3000}")"
       fi
     done
   done
