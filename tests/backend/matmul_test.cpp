@@ -17,6 +17,7 @@
 
 #include <cmath>
 
+#include "host_matrix.h"
 #include "kernels/matmul.h"
 #include "kernels/scalar_type.h"
 #include "vulkan_fixture.h"
@@ -29,52 +30,6 @@ using MatmulTest = VulkanTest;
 double gamma_bound(double n) {
   const double u = std::ldexp(1.0, -24);
   return n * u / (1 - n * u);
-}
-
-// A weight matrix with its storage.
-struct HostMatrix {
-  WeightMatrix w;
-  std::vector<uint8_t> data, scales, biases;
-};
-
-std::vector<uint8_t> encode(const std::vector<float>& v, ScalarType t) {
-  std::vector<uint8_t> out(v.size() * scalar_size(t));
-  convert_from_float(v.data(), v.size(), t, out.data());
-  return out;
-}
-
-HostMatrix float_matrix(WeightFormat format, int rows, int cols, uint64_t seed) {
-  HostMatrix m;
-  const ScalarType t = format == WeightFormat::kF32   ? ScalarType::kF32
-                       : format == WeightFormat::kF16 ? ScalarType::kF16
-                                                      : ScalarType::kBF16;
-  m.data = encode(random_floats(size_t(rows) * cols, seed, -0.5f, 0.5f), t);
-  m.w.format = format;
-  m.w.rows = rows;
-  m.w.cols = cols;
-  m.w.data = m.data.data();
-  return m;
-}
-
-HostMatrix affine_matrix(int bits, int group_size, ScalarType scale_type, int rows, int cols,
-                         uint64_t seed) {
-  HostMatrix m;
-  std::mt19937_64 rng(seed);
-  m.data.resize(size_t(rows) * cols * bits / 8);
-  for (uint8_t& b : m.data) b = uint8_t(rng());  // any bytes are valid codes
-  const size_t groups = size_t(rows) * (cols / group_size);
-  m.scales = encode(random_floats(groups, seed + 1, 0.001f, 0.02f), scale_type);
-  m.biases = encode(random_floats(groups, seed + 2, -0.1f, 0.1f), scale_type);
-  m.w.format = WeightFormat::kAffine;
-  m.w.rows = rows;
-  m.w.cols = cols;
-  m.w.bits = bits;
-  m.w.group_size = group_size;
-  m.w.scale_type = scale_type;
-  m.w.data = m.data.data();
-  m.w.scales = m.scales.data();
-  m.w.biases = m.biases.data();
-  return m;
 }
 
 std::vector<float> device_matmul(Context& ctx, const DeviceMatrix& dw, const std::vector<float>& x,

@@ -6,6 +6,7 @@
 // take one word (8 or 4 codes) each in turn, accumulate with fma in column order and meet in a
 // fixed tree, so results do not depend on the batch.
 #include "fma.glsl"
+#include "scalar_load.glsl"
 
 layout(local_size_x = 64) in;
 
@@ -35,15 +36,8 @@ layout(push_constant) uniform Push {
 const uint CODES_PER_WORD = 32u / BITS;
 const uint MASK = (1u << BITS) - 1u;
 
-float load_param(uint word, uint i) {
-  if (SCALE_TYPE == 0u) return uintBitsToFloat(word);
-  const uint bits = (i & 1u) != 0u ? word >> 16 : word & 0xffffu;
-  if (SCALE_TYPE == 1u) return unpackHalf2x16(bits).x;
-  return uintBitsToFloat(bits << 16);
-}
-
-float scale_at(uint i) { return load_param(scales[SCALE_TYPE == 0u ? i : i >> 1], i); }
-float bias_at(uint i) { return load_param(biases[SCALE_TYPE == 0u ? i : i >> 1], i); }
+float scale_at(uint i) { return widen_scalar(scales[scalar_word(i, SCALE_TYPE)], i, SCALE_TYPE); }
+float bias_at(uint i) { return widen_scalar(biases[scalar_word(i, SCALE_TYPE)], i, SCALE_TYPE); }
 
 void main() {
   const uint row = gl_WorkGroupID.x;

@@ -7,9 +7,9 @@
 // same for a token alone or in a batch on any device. LANES invocations compute one output,
 // one per CPU vector lane; a workgroup of 64 computes 64 / LANES outputs of one token.
 //
-// 16-bit weights are read as uint32 words and widened by hand: bf16 is the top half of an
-// f32, and devices such as lavapipe have no bf16 type.
+// 16-bit weights are read as uint32 words and widened by hand (scalar_load.glsl).
 #include "fma.glsl"
+#include "scalar_load.glsl"
 
 layout(local_size_x = 64) in;
 
@@ -36,13 +36,7 @@ layout(push_constant) uniform Push {
 
 shared float lane_sums[64];
 
-float weight(uint i) {
-  if (WEIGHT_TYPE == 0u) return uintBitsToFloat(w[i]);
-  const uint word = w[i >> 1];
-  const uint bits = (i & 1u) != 0u ? word >> 16 : word & 0xffffu;
-  if (WEIGHT_TYPE == 1u) return unpackHalf2x16(bits).x;
-  return uintBitsToFloat(bits << 16);
-}
+float weight(uint i) { return widen_scalar(w[scalar_word(i, WEIGHT_TYPE)], i, WEIGHT_TYPE); }
 
 void main() {
   const uint lane = gl_LocalInvocationID.x % LANES;
