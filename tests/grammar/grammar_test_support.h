@@ -56,3 +56,22 @@ inline std::vector<int32_t> allowed_by_mask(GrammarMatcher& m, int32_t vocab_siz
 }
 
 }  // namespace qmlx::grammar::test_support
+
+#include "grammar/pushdown_stepper.h"
+
+namespace qmlx::grammar::test_support {
+
+// Whether the whole of `text` is a complete sentence of the grammar, fed byte by byte.
+inline bool accepts(const CompiledGrammar& g, std::string_view text) {
+  StackArena arena;
+  PushdownStepper stepper(*g.grammar, arena);
+  ParserState a, b;
+  stepper.start_state(a);
+  for (char c : text) {
+    if (!stepper.step(a, static_cast<uint8_t>(c), b)) return false;
+    std::swap(a, b);
+  }
+  return a.complete;
+}
+
+}  // namespace qmlx::grammar::test_support
