@@ -44,6 +44,21 @@ const std::map<std::string, std::set<std::string>> kTypeKeywords = {
     {"array", {"items", "prefixItems", "additionalItems", "minItems", "maxItems"}},
     {"boolean", {}},
     {"null", {}}};
+// Validation keywords the engine does not enforce (reported); other unknown keywords are
+// annotations or extensions and are ignored.
+const std::set<std::string> kUnenforced = {
+    "not", "uniqueItems", "patternProperties", "dependencies", "dependentRequired", "dependentSchemas",
+    "if", "then", "else", "contains", "minContains", "maxContains", "propertyNames", "minProperties",
+    "maxProperties", "multipleOf", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+    "$recursiveRef"};
+
+bool is_constraint(const std::string& keyword) {
+  if (kUnenforced.count(keyword)) return true;
+  for (const auto& [t, keys] : kTypeKeywords)
+    if (keys.count(keyword)) return true;
+  return false;
+}
+
 const std::vector<std::string> kAllTypes = {"null", "boolean", "object", "array", "number", "string"};
 
 std::string join(const std::vector<std::string>& alternatives) {
@@ -174,8 +189,9 @@ class SchemaCompiler {
       std::string text = canonical_json(v);
       if (typed_ok && seen.insert(text).second) out.push_back(grammar_literal(text));
     }
+    // The values are written as they are: other constraints are not checked against them.
     for (const auto& [k, v] : s.items())
-      if (k != "enum" && k != "const" && k != "type" && !kAnnotations.count(k)) report(k, path);
+      if (kUnenforced.count(k) || (k != "enum" && k != "const" && k != "type" && is_constraint(k))) report(k, path);
     return join(out);
   }
 
@@ -197,12 +213,10 @@ class SchemaCompiler {
     std::set<std::string> applicable;
     for (const auto& t : types)
       for (const auto& k : kTypeKeywords.at(t)) applicable.insert(k);
-    for (const auto& [k, v] : s.items()) {
-      if (k == "type" || kAnnotations.count(k)) continue;
-      bool known = false;
-      for (const auto& [t, keys] : kTypeKeywords) known = known || keys.count(k);
-      if (!known) report(k, path);  // keywords for types not allowed here simply do not apply
-    }
+    // Keywords for types not allowed here simply do not apply; unknown keywords are ignored,
+    // as JSON Schema says.
+    for (const auto& [k, v] : s.items())
+      if (kUnenforced.count(k)) report(k, path);
     std::vector<std::string> out;
     for (const auto& t : types) {
       if (t == "integer" && has_number) continue;  // number includes the integers
