@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace qmlx::grammar {
 
@@ -13,6 +14,9 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const TokenMaskTables> tables, si
 }
 
 void GrammarMatcher::fill_next_token_bitmask(std::span<uint64_t> mask) {
+  if (mask.size() < mask_words())
+    throw std::invalid_argument("GrammarMatcher: a mask of " + std::to_string(mask.size()) +
+                                " words cannot hold the vocabulary's " + std::to_string(mask_words()));
   std::fill(mask.begin(), mask.end(), 0);
   const Entry& current = history_.back();
   if (current.terminated) return;
@@ -27,8 +31,7 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint64_t> mask) {
     if (!node_seen) {
       if (!table.accepted_bits.empty()) {
         const uint64_t* bits = table.accepted_bits.data();
-        size_t words = std::min(mask.size(), table.accepted_bits.size());
-        for (size_t w = 0; w < words; ++w) mask[w] |= bits[w];
+        for (size_t w = 0; w < table.accepted_bits.size(); ++w) mask[w] |= bits[w];
       }
       for (int32_t id : table.accepted_ids) mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
     }

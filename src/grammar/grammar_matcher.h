@@ -22,7 +22,8 @@ class GrammarMatcher {
   explicit GrammarMatcher(std::shared_ptr<const TokenMaskTables> tables, size_t max_rollback = 64);
 
   // Sets bit id of `mask` (mask_words() words, bit id%64 of word id/64) for every allowed token
-  // and clears the others; nothing is allowed once terminated.
+  // and clears the others; nothing is allowed once terminated. The mask may be longer than the
+  // vocabulary (a model's padded embedding rows); shorter throws std::invalid_argument.
   void fill_next_token_bitmask(std::span<uint64_t> mask);
   size_t mask_words() const { return tables_->vocab().mask_words(); }
 
