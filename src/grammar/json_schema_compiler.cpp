@@ -337,7 +337,10 @@ class SchemaCompiler {
         add(name, sub, path + "/properties/" + escape_pointer_token(name));
     for (const auto& r : s.contains("required") && s["required"].is_array() ? s["required"] : Json::array())
       if (r.is_string() && std::find(names.begin(), names.end(), r.get<std::string>()) == names.end())
-        add(r.get<std::string>(), additional, path + "/additionalProperties");
+        // A required name not declared takes additionalProperties' schema; when that is absent
+        // (closed only by our canonical form, not by the schema) any value.
+        add(r.get<std::string>(), s.contains("additionalProperties") ? additional : Json(true),
+            path + "/additionalProperties");
     std::string extra;  // one more member: key ":" value, or "" when none are allowed
     if (!(additional.is_boolean() && !additional.get<bool>()))
       extra = key_excluding(names) + " \":\" " + schema(additional, path + "/additionalProperties", depth + 1);

@@ -58,6 +58,14 @@ TEST(JsonSchemaCompiler, AdditionalPropertiesExcludeDeclaredNames) {
   EXPECT_FALSE(accepts(g, R"({"a":1})"));
   g = compile(R"({"type": "object"})");
   EXPECT_TRUE(accepts(g, R"({"a":1,"b":{}})"));
+  // A required name that is not declared is written after the declared ones, with any value.
+  g = compile(R"({"properties": {"a": {"type": "null"}}, "required": ["b"]})");
+  EXPECT_TRUE(accepts(g, R"({"a":null,"b":[1]})"));
+  EXPECT_TRUE(accepts(g, R"({"b":"x"})"));
+  EXPECT_FALSE(accepts(g, R"({"a":null})"));
+  g = compile(R"({"properties": {"a": {}}, "required": ["b"], "additionalProperties": {"type": "integer"}})");
+  EXPECT_TRUE(accepts(g, R"({"b":1})"));
+  EXPECT_FALSE(accepts(g, R"({"b":"x"})"));
 }
 
 TEST(JsonSchemaCompiler, Arrays) {
