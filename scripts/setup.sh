@@ -10,6 +10,8 @@ DEBIAN_PACKAGES=(
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libxxhash-dev libcli11-dev libicu-dev
   libssl-dev openssl redis-server redis-tools nginx
   python3 python3-numpy python3-jinja2
+  # The JSON Schema Test Suite, for the grammar engine's conformance tests.
+  json-schema-test-suite
   curl prometheus
   clang-14 libclang-rt-14-dev
   # The Vulkan backend: headers and glslc to build; lavapipe and the validation layer to test.

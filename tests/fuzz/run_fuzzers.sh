@@ -36,8 +36,10 @@ declare -A seeds=(
   [gguf_header]="$corpus/gguf"
   [safetensors_header]="$corpus/safetensors"
   [cache_files]="$corpus/cache"
+  [grammar_schema]="$corpus/grammar"
 )
-targets=(request_parsers chat_render template_source tokenizer gguf_header safetensors_header cache_files)
+targets=(request_parsers chat_render template_source tokenizer gguf_header safetensors_header cache_files
+         grammar_schema)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

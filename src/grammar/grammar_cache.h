@@ -1,0 +1,61 @@
+// GrammarCache: grammars bound to a vocabulary, kept for reuse across requests. The key is a
+// hash of the schema (as written, member order included: it decides the output's order) or of
+// the grammar text, of the compile options, and of the vocabulary's fingerprint. The cache is
+// bounded in bytes (TokenMaskTables::memory_bytes), least recently used out first; an entry in
+// use by a matcher stays alive through its shared_ptr after eviction. Thread-safe. Two callers
+// missing the same key at once may both build; one result is kept.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "grammar/json_schema_compiler.h"
+#include "grammar/token_mask_tables.h"
+
+namespace qmlx::grammar {
+
+struct BoundGrammar {
+  std::shared_ptr<const TokenMaskTables> tables;
+  std::vector<UnsupportedKeyword> unsupported;
+};
+
+class GrammarCache {
+ public:
+  explicit GrammarCache(size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // Compiles and binds on a miss; GrammarError from compiling propagates (nothing is cached).
+  BoundGrammar json_schema(const nlohmann::ordered_json& schema, const SchemaOptions& options,
+                           const std::shared_ptr<const TokenVocabulary>& vocab);
+  BoundGrammar grammar(std::string_view text, const std::shared_ptr<const TokenVocabulary>& vocab);
+
+  size_t bytes() const;
+  size_t entries() const;
+  uint64_t hits() const;
+  uint64_t misses() const;
+
+ private:
+  template <typename Build>
+  BoundGrammar get_or_build(uint64_t key, Build build);
+  void insert(uint64_t key, const BoundGrammar& value);
+
+  struct Slot {
+    uint64_t key;
+    BoundGrammar value;
+    size_t bytes;
+  };
+  size_t max_bytes_;
+  mutable std::mutex mutex_;
+  std::list<Slot> lru_;  // front: most recently used
+  std::unordered_map<uint64_t, std::list<Slot>::iterator> index_;
+  size_t bytes_ = 0;
+  uint64_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace qmlx::grammar
