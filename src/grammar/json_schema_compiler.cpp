@@ -289,8 +289,8 @@ class SchemaCompiler {
       return "\"\\\"\" " + content + " \"\\\"\"";
     }
     if (!has_length) return use("json-string");
-    uint32_t min = count(s, "minLength", path, 0);
-    uint32_t max = count(s, "maxLength", path, Expr::kUnbounded);
+    uint32_t min = count(s, "minLength", path, 0, options_.max_string_length);
+    uint32_t max = count(s, "maxLength", path, Expr::kUnbounded, options_.max_string_length);
     std::string chars = std::string(kJsonStringChar);
     std::string reps = max == Expr::kUnbounded ? "{" + std::to_string(min) + ",}"
                                                : "{" + std::to_string(min) + "," + std::to_string(max) + "}";
@@ -298,13 +298,13 @@ class SchemaCompiler {
     return "\"\\\"\" " + chars + reps + " \"\\\"\"";
   }
 
-  // A non-negative count keyword; `absent` when missing or beyond max_repetition (reported).
-  uint32_t count(const Json& s, const char* key, const std::string& path, uint32_t absent) {
+  // A non-negative count keyword; `absent` when missing or above `limit` (then reported).
+  uint32_t count(const Json& s, const char* key, const std::string& path, uint32_t absent, uint32_t limit) {
     if (!s.contains(key)) return absent;
     const Json& v = s[key];
     if (!v.is_number() || v.get<double>() < 0) throw GrammarError("schema at '" + path + "': " + key + " is not a count");
     double d = std::floor(v.get<double>());
-    if (d > options_.max_repetition) {
+    if (d > limit) {
       report(key, path);
       return absent;
     }
@@ -446,8 +446,8 @@ class SchemaCompiler {
     } else if (s.contains("items")) {
       rest = s["items"];
     }
-    uint32_t min = count(s, "minItems", path, 0);
-    uint32_t max = count(s, "maxItems", path, Expr::kUnbounded);
+    uint32_t min = count(s, "minItems", path, 0, options_.max_item_count);
+    uint32_t max = count(s, "maxItems", path, Expr::kUnbounded, options_.max_item_count);
     if (min > max) return kNever;
     bool rest_allowed = !(rest.is_boolean() && !rest.get<bool>());
     std::string rest_expr = rest_allowed ? schema(rest, rest_path, depth + 1) : "";

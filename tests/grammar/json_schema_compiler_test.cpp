@@ -145,6 +145,10 @@ TEST(JsonSchemaCompiler, StringLengthsCountCodePoints) {
   EXPECT_TRUE(accepts(g, R"("é😀")"));
   EXPECT_TRUE(accepts(g, R"("a\nb")"));
   EXPECT_FALSE(accepts(g, R"("abcd")"));
+  // Longer bounds than SchemaOptions::max_string_length are reported, not expanded.
+  g = compile(R"({"type": "string", "maxLength": 100})");
+  EXPECT_EQ(g.unsupported, (std::vector<UnsupportedKeyword>{{"maxLength", ""}}));
+  EXPECT_TRUE(accepts(g, "\"" + std::string(150, 'x') + "\""));
 }
 
 TEST(JsonSchemaCompiler, Patterns) {
@@ -235,6 +239,7 @@ TEST(JsonSchemaCompiler, LimitsAreErrorsNamingTheLimit) {
   EXPECT_EQ(limit_of(Json{{"description", std::string(2000, 'x')}}, small), "max_schema_bytes");
   SchemaOptions few_nodes;
   few_nodes.grammar_limits.max_nodes = 200;
+  few_nodes.max_string_length = 1000;
   EXPECT_EQ(limit_of(Json::parse(R"({"type": "string", "maxLength": 100})"), few_nodes), "max_grammar_nodes");
   SchemaOptions no_time;
   no_time.max_depth = 200;
