@@ -28,7 +28,8 @@ nlohmann::ordered_json canonicalized(const nlohmann::ordered_json& v) {
 }  // namespace
 
 std::string canonical_json(const nlohmann::ordered_json& value) {
-  return canonicalized(value).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  return canonicalized(value).dump(-1, ' ', false,
+                                   nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace qmlx::grammar

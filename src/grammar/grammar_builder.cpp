@@ -75,7 +75,8 @@ class Builder {
   }
 
   uint32_t bytes_node(const ByteSet& set, uint32_t next) {
-    auto [it, inserted] = set_ids_.try_emplace(key(set), static_cast<uint32_t>(g_.byte_sets.size()));
+    auto [it, inserted] =
+        set_ids_.try_emplace(key(set), static_cast<uint32_t>(g_.byte_sets.size()));
     if (inserted) g_.byte_sets.push_back(set);
     return add({GrammarNode::Kind::kBytes, it->second, next});
   }
@@ -90,7 +91,8 @@ class Builder {
     return add({GrammarNode::Kind::kSplit, first, count});
   }
   void set_split(uint32_t node, const std::vector<uint32_t>& targets) {
-    for (size_t i = 0; i < targets.size(); ++i) g_.split_targets[g_.nodes[node].arg + i] = targets[i];
+    for (size_t i = 0; i < targets.size(); ++i)
+      g_.split_targets[g_.nodes[node].arg + i] = targets[i];
   }
   uint32_t add(GrammarNode node) {
     if (g_.nodes.size() >= max_nodes_)

@@ -2,11 +2,11 @@
 
 #include <xxhash.h>
 
-
 namespace qmlx::grammar {
 namespace {
 
-uint64_t hash_with(std::string_view kind, std::string_view content, const std::string& options, uint64_t vocab) {
+uint64_t hash_with(std::string_view kind, std::string_view content, const std::string& options,
+                   uint64_t vocab) {
   std::string all = std::string(kind) + '\0' + options + '\0' + std::to_string(vocab) + '\0';
   all.append(content);
   return XXH3_64bits(all.data(), all.size());
@@ -14,25 +14,31 @@ uint64_t hash_with(std::string_view kind, std::string_view content, const std::s
 
 std::string options_text(const SchemaOptions& o) {
   return std::to_string(o.max_schema_bytes) + "," + std::to_string(o.max_depth) + "," +
-         std::to_string(o.max_repetition) + "," + std::to_string(o.grammar_limits.max_nodes);
+         std::to_string(o.max_string_length) + "," + std::to_string(o.max_item_count) + "," +
+         std::to_string(o.grammar_limits.max_nodes);
 }
 
 }  // namespace
 
-BoundGrammar GrammarCache::json_schema(const nlohmann::ordered_json& schema, const SchemaOptions& options,
+BoundGrammar GrammarCache::json_schema(const nlohmann::ordered_json& schema,
+                                       const SchemaOptions& options,
                                        const std::shared_ptr<const TokenVocabulary>& vocab) {
   std::string text = schema.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   uint64_t key = hash_with("schema", text, options_text(options), vocab->fingerprint());
   return get_or_build(key, [&] {
     CompiledGrammar g = compile_json_schema(schema, options);
-    return BoundGrammar{TokenMaskTables::build(g.grammar, vocab, {.max_build_time = options.max_compile_time}),
-                        std::move(g.unsupported)};
+    return BoundGrammar{
+        TokenMaskTables::build(g.grammar, vocab, {.max_build_time = options.max_compile_time}),
+        std::move(g.unsupported)};
   });
 }
 
-BoundGrammar GrammarCache::grammar(std::string_view text, const std::shared_ptr<const TokenVocabulary>& vocab) {
+BoundGrammar GrammarCache::grammar(std::string_view text,
+                                   const std::shared_ptr<const TokenVocabulary>& vocab) {
   uint64_t key = hash_with("grammar", text, "", vocab->fingerprint());
-  return get_or_build(key, [&] { return BoundGrammar{TokenMaskTables::build(compile_grammar(text).grammar, vocab), {}}; });
+  return get_or_build(key, [&] {
+    return BoundGrammar{TokenMaskTables::build(compile_grammar(text).grammar, vocab), {}};
+  });
 }
 
 template <typename Build>

@@ -7,7 +7,9 @@
 namespace qmlx::grammar {
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const TokenMaskTables> tables, size_t max_rollback)
-    : tables_(std::move(tables)), max_rollback_(max_rollback), stepper_(tables_->grammar(), arena_) {
+    : tables_(std::move(tables)),
+      max_rollback_(max_rollback),
+      stepper_(tables_->grammar(), arena_) {
   Entry start;
   stepper_.start_state(start.state);
   history_.push_back(std::move(start));
@@ -16,7 +18,8 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const TokenMaskTables> tables, si
 void GrammarMatcher::fill_next_token_bitmask(std::span<uint64_t> mask) {
   if (mask.size() < mask_words())
     throw std::invalid_argument("GrammarMatcher: a mask of " + std::to_string(mask.size()) +
-                                " words cannot hold the vocabulary's " + std::to_string(mask_words()));
+                                " words cannot hold the vocabulary's " +
+                                std::to_string(mask_words()));
   std::fill(mask.begin(), mask.end(), 0);
   const Entry& current = history_.back();
   if (current.terminated) return;
@@ -33,7 +36,8 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint64_t> mask) {
         const uint64_t* bits = table.accepted_bits.data();
         for (size_t w = 0; w < table.accepted_bits.size(); ++w) mask[w] |= bits[w];
       }
-      for (int32_t id : table.accepted_ids) mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+      for (int32_t id : table.accepted_ids)
+        mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
     }
     if (table.remainders.size() > 0) add_remainder_tokens(table, t.stack, mask);
   }
@@ -52,7 +56,8 @@ void GrammarMatcher::add_remainder_tokens(const TokenMaskTables::NodeTable& tabl
   for (size_t n = 0; n < trie.size();) {
     uint32_t d = trie.depth(n);
     ParserState& cur = walk_states_[d];
-    if (walk_states_[d - 1].threads.empty() || !stepper_.step(walk_states_[d - 1], trie.byte(n), cur)) {
+    if (walk_states_[d - 1].threads.empty() ||
+        !stepper_.step(walk_states_[d - 1], trie.byte(n), cur)) {
       n = trie.subtree_end(n);
       continue;
     }
@@ -104,7 +109,8 @@ void GrammarMatcher::push(Entry entry) {
 }
 
 void GrammarMatcher::rollback(size_t n) {
-  if (n >= history_.size()) throw std::out_of_range("GrammarMatcher::rollback: not that many tokens remembered");
+  if (n >= history_.size())
+    throw std::out_of_range("GrammarMatcher::rollback: not that many tokens remembered");
   history_.resize(history_.size() - n);
 }
 

@@ -73,7 +73,9 @@ class Parser {
         max = min;
         if (consume(",")) max = peek() == '}' ? Expr::kUnbounded : number();
         if (!consume("}")) fail("expected '}' closing a repetition");
-        if (max < min) fail("repetition {" + std::to_string(min) + "," + std::to_string(max) + "} has max < min");
+        if (max < min)
+          fail("repetition {" + std::to_string(min) + "," + std::to_string(max) +
+               "} has max < min");
       } else {
         return e;
       }
@@ -171,13 +173,25 @@ class Parser {
 
   uint32_t escape_code_point(char k) {
     switch (k) {
-      case 'n': return '\n';
-      case 'r': return '\r';
-      case 't': return '\t';
-      case '0': return 0;
-      case 'u': return hex(4);
-      case 'U': return hex(8);
-      case '\\': case '"': case '\'': case '[': case ']': case '-': case '^':
+      case 'n':
+        return '\n';
+      case 'r':
+        return '\r';
+      case 't':
+        return '\t';
+      case '0':
+        return 0;
+      case 'u':
+        return hex(4);
+      case 'U':
+        return hex(8);
+      case '\\':
+      case '"':
+      case '\'':
+      case '[':
+      case ']':
+      case '-':
+      case '^':
         return static_cast<uint8_t>(k);
       default:
         fail(std::string("unknown escape '\\") + k + "'");
@@ -200,7 +214,8 @@ class Parser {
       if (at_end() || !isxdigit(static_cast<unsigned char>(peek())))
         fail("expected " + std::to_string(digits) + " hex digits");
       char c = text_[pos_++];
-      v = v * 16 + static_cast<uint32_t>(isdigit(static_cast<unsigned char>(c)) ? c - '0' : (c | 0x20) - 'a' + 10);
+      v = v * 16 + static_cast<uint32_t>(
+                       isdigit(static_cast<unsigned char>(c)) ? c - '0' : (c | 0x20) - 'a' + 10);
     }
     if (v > 0x10FFFF) fail("code point out of range");
     return v;
@@ -219,7 +234,8 @@ class Parser {
 
   std::string identifier() {
     size_t start = pos_;
-    while (!at_end() && (isalnum(static_cast<unsigned char>(peek())) || peek() == '_' || peek() == '-'))
+    while (!at_end() &&
+           (isalnum(static_cast<unsigned char>(peek())) || peek() == '_' || peek() == '-'))
       ++pos_;
     return std::string(text_.substr(start, pos_ - start));
   }

@@ -26,13 +26,20 @@ std::string class_char(uint32_t cp) {
 // The canonical escape of a character nlohmann::json escapes, as grammar literal bytes.
 std::string canonical_escape(uint32_t cp) {
   switch (cp) {
-    case '"': return "\\\"";
-    case '\\': return "\\\\";
-    case '\b': return "\\b";
-    case '\f': return "\\f";
-    case '\n': return "\\n";
-    case '\r': return "\\r";
-    case '\t': return "\\t";
+    case '"':
+      return "\\\"";
+    case '\\':
+      return "\\\\";
+    case '\b':
+      return "\\b";
+    case '\f':
+      return "\\f";
+    case '\n':
+      return "\\n";
+    case '\r':
+      return "\\r";
+    case '\t':
+      return "\\t";
     default: {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\u%04x", cp);
@@ -73,7 +80,8 @@ std::string json_string_chars(const std::vector<CodePointRange>& ranges) {
     for (uint32_t cp : {uint32_t{'"'}, uint32_t{'\\'}})
       if (r.lo <= cp && cp <= r.hi) alternatives.push_back(grammar_literal(canonical_escape(cp)));
     // The raw part: r minus controls, '"' and '\'.
-    for (auto piece : std::vector<CodePointRange>{{0x20, '"' - 1}, {'"' + 1, '\\' - 1}, {'\\' + 1, 0x10FFFF}}) {
+    for (auto piece :
+         std::vector<CodePointRange>{{0x20, '"' - 1}, {'"' + 1, '\\' - 1}, {'\\' + 1, 0x10FFFF}}) {
       uint32_t lo = std::max(piece.lo, r.lo), hi = std::min(piece.hi, r.hi);
       if (lo <= hi) raw.push_back({lo, hi});
     }

@@ -36,7 +36,8 @@ std::string same_length(const std::string& a, const std::string& b) {
   size_t n = a.size();
   if (n == 0) return "";
   if (a == b) return "\"" + a + "\"";
-  if (a[0] == b[0]) return seq(std::string("\"") + a[0] + "\"", same_length(a.substr(1), b.substr(1)));
+  if (a[0] == b[0])
+    return seq(std::string("\"") + a[0] + "\"", same_length(a.substr(1), b.substr(1)));
   std::string rest_a = a.substr(1), rest_b = b.substr(1);
   bool a_rest_min = rest_a.find_first_not_of('0') == std::string::npos;
   bool b_rest_max = rest_b.find_first_not_of('9') == std::string::npos;
@@ -44,10 +45,13 @@ std::string same_length(const std::string& a, const std::string& b) {
   char first_full = a_rest_min ? a[0] : static_cast<char>(a[0] + 1);
   char last_full = b_rest_max ? b[0] : static_cast<char>(b[0] - 1);
   if (!a_rest_min)
-    alternatives.push_back(seq(std::string("\"") + a[0] + "\"", same_length(rest_a, std::string(n - 1, '9'))));
-  if (first_full <= last_full) alternatives.push_back(seq(digit_class(first_full, last_full), any_digits(n - 1)));
+    alternatives.push_back(
+        seq(std::string("\"") + a[0] + "\"", same_length(rest_a, std::string(n - 1, '9'))));
+  if (first_full <= last_full)
+    alternatives.push_back(seq(digit_class(first_full, last_full), any_digits(n - 1)));
   if (!b_rest_max)
-    alternatives.push_back(seq(std::string("\"") + b[0] + "\"", same_length(std::string(n - 1, '0'), rest_b)));
+    alternatives.push_back(
+        seq(std::string("\"") + b[0] + "\"", same_length(std::string(n - 1, '0'), rest_b)));
   return join(alternatives);
 }
 
@@ -79,8 +83,9 @@ std::string integer_range_expression(std::optional<int64_t> lo, std::optional<in
   if (lo && hi && *lo > *hi) return kNever;
   std::vector<std::string> alternatives;
   if (!hi || *hi >= 0)
-    alternatives.push_back(unsigned_range(lo && *lo > 0 ? static_cast<uint64_t>(*lo) : 0,
-                                          hi ? std::optional<uint64_t>(static_cast<uint64_t>(*hi)) : std::nullopt));
+    alternatives.push_back(
+        unsigned_range(lo && *lo > 0 ? static_cast<uint64_t>(*lo) : 0,
+                       hi ? std::optional<uint64_t>(static_cast<uint64_t>(*hi)) : std::nullopt));
   if (!lo || *lo < 0) {
     // Negative part: magnitudes from max(1, -hi) to -lo.
     uint64_t min_magnitude = hi && *hi < 0 ? uint64_t(0) - static_cast<uint64_t>(*hi) : 1;

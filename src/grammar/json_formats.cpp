@@ -25,7 +25,8 @@ std::optional<std::string> format_expression(std::string_view format) {
   if (format == "time") return std::string(kTime);
   if (format == "date-time") return "(" + date() + " [Tt] " + kTime + ")";
   if (format == "uuid")
-    return std::string(R"g(([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12}))g");
+    return std::string(
+        R"g(([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12}))g");
   if (format == "email")
     return std::string(
         R"g(([A-Za-z0-9!#$%&'*+/=?^_`{|}~\-]+ ("." [A-Za-z0-9!#$%&'*+/=?^_`{|}~\-]+)* "@")g"

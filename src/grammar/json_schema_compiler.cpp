@@ -33,8 +33,9 @@ json-key-rest ::= JSONCHAR* "\""
 )";
 
 const std::set<std::string> kAnnotations = {
-    "$schema", "$id", "id", "$comment", "title", "description", "default", "examples",
-    "readOnly", "writeOnly", "deprecated", "definitions", "$defs", "$anchor", "contentMediaType",
+    "$schema",         "$id",         "id",       "$comment", "title",
+    "description",     "default",     "examples", "readOnly", "writeOnly",
+    "deprecated",      "definitions", "$defs",    "$anchor",  "contentMediaType",
     "contentEncoding", "$vocabulary"};
 const std::map<std::string, std::set<std::string>> kTypeKeywords = {
     {"string", {"minLength", "maxLength", "pattern", "format"}},
@@ -46,11 +47,26 @@ const std::map<std::string, std::set<std::string>> kTypeKeywords = {
     {"null", {}}};
 // Validation keywords the engine does not enforce (reported); other unknown keywords are
 // annotations or extensions and are ignored.
-const std::set<std::string> kUnenforced = {
-    "not", "uniqueItems", "patternProperties", "dependencies", "dependentRequired", "dependentSchemas",
-    "if", "then", "else", "contains", "minContains", "maxContains", "propertyNames", "minProperties",
-    "maxProperties", "multipleOf", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
-    "$recursiveRef"};
+const std::set<std::string> kUnenforced = {"not",
+                                           "uniqueItems",
+                                           "patternProperties",
+                                           "dependencies",
+                                           "dependentRequired",
+                                           "dependentSchemas",
+                                           "if",
+                                           "then",
+                                           "else",
+                                           "contains",
+                                           "minContains",
+                                           "maxContains",
+                                           "propertyNames",
+                                           "minProperties",
+                                           "maxProperties",
+                                           "multipleOf",
+                                           "unevaluatedProperties",
+                                           "unevaluatedItems",
+                                           "$dynamicRef",
+                                           "$recursiveRef"};
 
 bool is_constraint(const std::string& keyword) {
   if (kUnenforced.count(keyword)) return true;
@@ -59,7 +75,8 @@ bool is_constraint(const std::string& keyword) {
   return false;
 }
 
-const std::vector<std::string> kAllTypes = {"null", "boolean", "object", "array", "number", "string"};
+const std::vector<std::string> kAllTypes = {"null",  "boolean", "object",
+                                            "array", "number",  "string"};
 
 std::string join(const std::vector<std::string>& alternatives) {
   if (alternatives.empty()) return kNever;
@@ -82,14 +99,16 @@ bool value_has_type(const Json& v, const std::string& type) {
   if (type == "string") return v.is_string();
   if (type == "number") return v.is_number();
   if (type == "integer")
-    return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+    return v.is_number_integer() ||
+           (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
   return false;
 }
 
 class SchemaCompiler {
  public:
   SchemaCompiler(const Json& root, const SchemaOptions& options)
-      : root_(root), options_(options),
+      : root_(root),
+        options_(options),
         deadline_(std::chrono::steady_clock::now() + options.max_compile_time) {}
 
   CompiledGrammar compile() {
@@ -115,10 +134,12 @@ class SchemaCompiler {
                          "max_schema_depth");
     if (std::chrono::steady_clock::now() > deadline_)
       throw GrammarError("schema compilation took longer than " +
-                             std::to_string(options_.max_compile_time.count()) + " ms (limit max_compile_ms)",
+                             std::to_string(options_.max_compile_time.count()) +
+                             " ms (limit max_compile_ms)",
                          "max_compile_ms");
     if (s.is_boolean()) return s.get<bool>() ? any_value() : kNever;
-    if (!s.is_object()) throw GrammarError("schema at '" + path + "' is not an object or a boolean");
+    if (!s.is_object())
+      throw GrammarError("schema at '" + path + "' is not an object or a boolean");
 
     if (s.contains("$ref") && s["$ref"].is_string()) {
       const std::string& ref = s["$ref"].get_ref<const std::string&>();
@@ -160,7 +181,8 @@ class SchemaCompiler {
     for (size_t i = 0; i < branches.size(); ++i) {
       std::string branch_path = path + "/" + key + "/" + std::to_string(i);
       if (distribute) {
-        out.push_back(schema(Json{{"allOf", Json::array({rest, branches[i]})}}, branch_path, depth + 1));
+        out.push_back(
+            schema(Json{{"allOf", Json::array({rest, branches[i]})}}, branch_path, depth + 1));
       } else {
         out.push_back(schema(branches[i], branch_path, depth + 1));
       }
@@ -191,12 +213,14 @@ class SchemaCompiler {
     }
     // The values are written as they are: other constraints are not checked against them.
     for (const auto& [k, v] : s.items())
-      if (kUnenforced.count(k) || (k != "enum" && k != "const" && k != "type" && is_constraint(k))) report(k, path);
+      if (kUnenforced.count(k) || (k != "enum" && k != "const" && k != "type" && is_constraint(k)))
+        report(k, path);
     return join(out);
   }
 
   std::vector<std::string> declared_types(const Json& s, const std::string& path) {
-    if (!s.contains("type")) return {"null", "boolean", "object", "array", "number", "string", "integer"};
+    if (!s.contains("type"))
+      return {"null", "boolean", "object", "array", "number", "string", "integer"};
     std::vector<std::string> types;
     const Json& t = s["type"];
     for (const auto& e : t.is_array() ? t : Json::array({t})) {
@@ -241,14 +265,18 @@ class SchemaCompiler {
         return;
       }
       double d = v.get<double>();
-      int64_t b = lower ? (exclusive ? static_cast<int64_t>(std::floor(d)) + 1 : static_cast<int64_t>(std::ceil(d)))
-                        : (exclusive ? static_cast<int64_t>(std::ceil(d)) - 1 : static_cast<int64_t>(std::floor(d)));
+      int64_t b = lower ? (exclusive ? static_cast<int64_t>(std::floor(d)) + 1
+                                     : static_cast<int64_t>(std::ceil(d)))
+                        : (exclusive ? static_cast<int64_t>(std::ceil(d)) - 1
+                                     : static_cast<int64_t>(std::floor(d)));
       if (v.is_number_integer()) {  // exact for large integers, where double rounds
         int64_t i = v.get<int64_t>();
         b = lower ? (exclusive ? i + 1 : i) : (exclusive ? i - 1 : i);
       }
-      if (lower) lo = lo ? std::max(*lo, b) : b;
-      else hi = hi ? std::min(*hi, b) : b;
+      if (lower)
+        lo = lo ? std::max(*lo, b) : b;
+      else
+        hi = hi ? std::min(*hi, b) : b;
     };
     bound("minimum", true, false);
     bound("exclusiveMinimum", true, true);
@@ -270,8 +298,10 @@ class SchemaCompiler {
     if (s.contains("pattern") && s["pattern"].is_string()) {
       std::string why;
       auto expr = regex_to_string_content(s["pattern"].get<std::string>(), why);
-      if (expr) content = *expr;
-      else report("pattern", path);
+      if (expr)
+        content = *expr;
+      else
+        report("pattern", path);
     }
     if (s.contains("format") && s["format"].is_string()) {
       auto expr = format_expression(s["format"].get<std::string>());
@@ -289,22 +319,25 @@ class SchemaCompiler {
       return "\"\\\"\" " + content + " \"\\\"\"";
     }
     if (!has_length) return use("json-string");
-    uint32_t min = count(s, "minLength", path, 0);
-    uint32_t max = count(s, "maxLength", path, Expr::kUnbounded);
+    uint32_t min = count(s, "minLength", path, 0, options_.max_string_length);
+    uint32_t max = count(s, "maxLength", path, Expr::kUnbounded, options_.max_string_length);
     std::string chars = std::string(kJsonStringChar);
-    std::string reps = max == Expr::kUnbounded ? "{" + std::to_string(min) + ",}"
-                                               : "{" + std::to_string(min) + "," + std::to_string(max) + "}";
+    std::string reps = max == Expr::kUnbounded
+                           ? "{" + std::to_string(min) + ",}"
+                           : "{" + std::to_string(min) + "," + std::to_string(max) + "}";
     if (min > max) return kNever;
     return "\"\\\"\" " + chars + reps + " \"\\\"\"";
   }
 
-  // A non-negative count keyword; `absent` when missing or beyond max_repetition (reported).
-  uint32_t count(const Json& s, const char* key, const std::string& path, uint32_t absent) {
+  // A non-negative count keyword; `absent` when missing or above `limit` (then reported).
+  uint32_t count(const Json& s, const char* key, const std::string& path, uint32_t absent,
+                 uint32_t limit) {
     if (!s.contains(key)) return absent;
     const Json& v = s[key];
-    if (!v.is_number() || v.get<double>() < 0) throw GrammarError("schema at '" + path + "': " + key + " is not a count");
+    if (!v.is_number() || v.get<double>() < 0)
+      throw GrammarError("schema at '" + path + "': " + key + " is not a count");
     double d = std::floor(v.get<double>());
-    if (d > options_.max_repetition) {
+    if (d > limit) {
       report(key, path);
       return absent;
     }
@@ -328,32 +361,40 @@ class SchemaCompiler {
                             : has_properties                   ? Json(false)
                                                                : Json(true);
     auto add = [&](const std::string& name, const Json& sub, const std::string& sub_path) {
-      props.push_back({grammar_literal(canonical_json(Json(name)) + ":"), schema(sub, sub_path, depth + 1),
-                       required.count(name) > 0});
+      props.push_back({grammar_literal(canonical_json(Json(name)) + ":"),
+                       schema(sub, sub_path, depth + 1), required.count(name) > 0});
       names.push_back(name);
     };
     if (has_properties)
       for (const auto& [name, sub] : s["properties"].items())
         add(name, sub, path + "/properties/" + escape_pointer_token(name));
-    for (const auto& r : s.contains("required") && s["required"].is_array() ? s["required"] : Json::array())
-      if (r.is_string() && std::find(names.begin(), names.end(), r.get<std::string>()) == names.end())
+    for (const auto& r :
+         s.contains("required") && s["required"].is_array() ? s["required"] : Json::array())
+      if (r.is_string() &&
+          std::find(names.begin(), names.end(), r.get<std::string>()) == names.end())
         // A required name not declared takes additionalProperties' schema; when that is absent
         // (closed only by our canonical form, not by the schema) any value.
         add(r.get<std::string>(), s.contains("additionalProperties") ? additional : Json(true),
             path + "/additionalProperties");
     std::string extra;  // one more member: key ":" value, or "" when none are allowed
     if (!(additional.is_boolean() && !additional.get<bool>()))
-      extra = key_excluding(names) + " \":\" " + schema(additional, path + "/additionalProperties", depth + 1);
+      extra = key_excluding(names) + " \":\" " +
+              schema(additional, path + "/additionalProperties", depth + 1);
     // tail(k, written): the members from property k on, `written` saying whether one came before
     // (so the next needs a comma). Written back to front as nested expressions.
     std::string tail_written = extra.empty() ? "" : "(\",\" " + extra + ")*";
     std::string tail_first = extra.empty() ? "" : "(" + extra + " (\",\" " + extra + ")*)?";
     for (size_t k = props.size(); k-- > 0;) {
       const Property& p = props[k];
-      std::string member_first = p.key_literal + " " + p.value + (tail_written.empty() ? "" : " " + tail_written);
+      std::string member_first =
+          p.key_literal + " " + p.value + (tail_written.empty() ? "" : " " + tail_written);
       std::string member_after = "\",\" " + member_first;
-      std::string first = p.required ? member_first : join({member_first, tail_first.empty() ? "\"\"" : tail_first});
-      std::string after = p.required ? member_after : join({member_after, tail_written.empty() ? "\"\"" : tail_written});
+      std::string first = p.required
+                              ? member_first
+                              : join({member_first, tail_first.empty() ? "\"\"" : tail_first});
+      std::string after = p.required
+                              ? member_after
+                              : join({member_after, tail_written.empty() ? "\"\"" : tail_written});
       // Name the two tails as rules so the text stays linear in the number of properties.
       tail_first = reserve_rule("obj");
       define_rule(tail_first, first);
@@ -382,14 +423,16 @@ class SchemaCompiler {
 
   // Names encoded[begin, end) share their first `depth` bytes; `pending` bytes of the current
   // character (or escape) remain.
-  std::string key_node(const std::vector<std::string>& encoded, size_t begin, size_t end, size_t depth,
-                       int pending) {
+  std::string key_node(const std::vector<std::string>& encoded, size_t begin, size_t end,
+                       size_t depth, int pending) {
     std::vector<std::string> out;
     bool a_name_ends = false;
     std::set<uint8_t> children;
     for (size_t i = begin; i < end; ++i) {
-      if (encoded[i].size() == depth) a_name_ends = true;
-      else children.insert(static_cast<uint8_t>(encoded[i][depth]));
+      if (encoded[i].size() == depth)
+        a_name_ends = true;
+      else
+        children.insert(static_cast<uint8_t>(encoded[i][depth]));
     }
     if (pending == -1) {  // right after a backslash: another escape letter diverges
       std::string letters;
@@ -403,12 +446,15 @@ class SchemaCompiler {
       if (!a_name_ends) out.push_back("\"\\\"\"");
       std::vector<CodePointRange> other;
       for (uint32_t c = 0x20; c < 0x7F; ++c)
-        if (c != '"' && c != '\\' && !children.count(static_cast<uint8_t>(c))) other.push_back({c, c});
-      bool non_ascii_child = std::any_of(children.begin(), children.end(), [](uint8_t c) { return c >= 0x80; });
+        if (c != '"' && c != '\\' && !children.count(static_cast<uint8_t>(c)))
+          other.push_back({c, c});
+      bool non_ascii_child =
+          std::any_of(children.begin(), children.end(), [](uint8_t c) { return c >= 0x80; });
       if (!non_ascii_child) other.push_back({0x80, 0x10FFFF});
       std::string rest = use("json-key-rest");
       if (!other.empty()) out.push_back(grammar_class(normalized(other)) + " " + rest);
-      if (!children.count('\\')) out.push_back("\"\\\\\" ([\"\\\\bfnrt] | \"u00\" [01] [0-9a-f]) " + rest);
+      if (!children.count('\\'))
+        out.push_back("\"\\\\\" ([\"\\\\bfnrt] | \"u00\" [01] [0-9a-f]) " + rest);
     }
     // Sorted: names sharing the next byte are contiguous.
     for (size_t b = begin; b < end;) {
@@ -418,10 +464,14 @@ class SchemaCompiler {
       }
       auto c = static_cast<uint8_t>(encoded[b][depth]);
       size_t e = b;
-      while (e < end && encoded[e].size() > depth && static_cast<uint8_t>(encoded[e][depth]) == c) ++e;
+      while (e < end && encoded[e].size() > depth && static_cast<uint8_t>(encoded[e][depth]) == c)
+        ++e;
       int next_pending = pending > 0 ? pending - 1
                          : c == '\\' ? -1  // the escape letter follows
-                         : c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+                         : c >= 0xF0 ? 3
+                         : c >= 0xE0 ? 2
+                         : c >= 0xC0 ? 1
+                                     : 0;
       if (pending == -1) next_pending = c == 'u' ? 4 : 0;
       out.push_back(grammar_literal(std::string(1, static_cast<char>(c))) + " " +
                     key_node(encoded, b, e, depth + 1, next_pending));
@@ -436,18 +486,20 @@ class SchemaCompiler {
     std::string rest_path = path + "/items";
     if (s.contains("prefixItems") && s["prefixItems"].is_array()) {
       for (size_t i = 0; i < s["prefixItems"].size(); ++i)
-        prefix.push_back(schema(s["prefixItems"][i], path + "/prefixItems/" + std::to_string(i), depth + 1));
+        prefix.push_back(
+            schema(s["prefixItems"][i], path + "/prefixItems/" + std::to_string(i), depth + 1));
       if (s.contains("items")) rest = s["items"];
       if (s.contains("additionalItems")) report("additionalItems", path);
     } else if (s.contains("items") && s["items"].is_array()) {
       for (size_t i = 0; i < s["items"].size(); ++i)
         prefix.push_back(schema(s["items"][i], path + "/items/" + std::to_string(i), depth + 1));
-      if (s.contains("additionalItems")) rest = s["additionalItems"], rest_path = path + "/additionalItems";
+      if (s.contains("additionalItems"))
+        rest = s["additionalItems"], rest_path = path + "/additionalItems";
     } else if (s.contains("items")) {
       rest = s["items"];
     }
-    uint32_t min = count(s, "minItems", path, 0);
-    uint32_t max = count(s, "maxItems", path, Expr::kUnbounded);
+    uint32_t min = count(s, "minItems", path, 0, options_.max_item_count);
+    uint32_t max = count(s, "maxItems", path, Expr::kUnbounded, options_.max_item_count);
     if (min > max) return kNever;
     bool rest_allowed = !(rest.is_boolean() && !rest.get<bool>());
     std::string rest_expr = rest_allowed ? schema(rest, rest_path, depth + 1) : "";
@@ -462,9 +514,8 @@ class SchemaCompiler {
       uint32_t need = min > i0 ? min - static_cast<uint32_t>(i0) : 0;
       std::string more_max = max == Expr::kUnbounded ? "" : std::to_string(max - i0);
       if (i0 == 0) {
-        std::string reps_after =
-            "{" + std::to_string(need > 0 ? need - 1 : 0) + "," +
-            (max == Expr::kUnbounded ? "" : std::to_string(max - 1)) + "}";
+        std::string reps_after = "{" + std::to_string(need > 0 ? need - 1 : 0) + "," +
+                                 (max == Expr::kUnbounded ? "" : std::to_string(max - 1)) + "}";
         std::string list = rest_expr + " (\",\" " + rest_expr + ")" + reps_after;
         tail = need > 0 ? list : "(" + list + ")?";
       } else {
@@ -491,7 +542,8 @@ class SchemaCompiler {
 
   void report(const std::string& keyword, const std::string& path) {
     UnsupportedKeyword u{keyword, path};
-    if (std::find(unsupported_.begin(), unsupported_.end(), u) == unsupported_.end()) unsupported_.push_back(u);
+    if (std::find(unsupported_.begin(), unsupported_.end(), u) == unsupported_.end())
+      unsupported_.push_back(u);
   }
 
   std::string reserve_rule(const std::string& hint) {
@@ -505,7 +557,9 @@ class SchemaCompiler {
     rules_.emplace_back(name, kNever);
     return name;
   }
-  void define_rule(const std::string& name, const std::string& body) { rules_[rule_index_[name]].second = body; }
+  void define_rule(const std::string& name, const std::string& body) {
+    rules_[rule_index_[name]].second = body;
+  }
 
   static Json without(const Json& s, std::initializer_list<const char*> keys) {
     Json out = s;
@@ -523,8 +577,9 @@ class SchemaCompiler {
   std::chrono::steady_clock::time_point deadline_;
   std::vector<std::pair<std::string, std::string>> rules_;
   std::map<std::string, size_t> rule_index_;
-  std::set<std::string> names_{"root", "json-value", "json-object", "json-array", "json-string",
-                               "json-number", "json-integer", "json-boolean", "json-key-rest"};
+  std::set<std::string> names_{"root",         "json-value",   "json-object",
+                               "json-array",   "json-string",  "json-number",
+                               "json-integer", "json-boolean", "json-key-rest"};
   std::map<std::string, std::string> ref_rules_;
   std::vector<UnsupportedKeyword> unsupported_;
   bool uses_json_rules_ = false;
@@ -532,8 +587,10 @@ class SchemaCompiler {
 
 }  // namespace
 
-CompiledGrammar compile_json_schema(const nlohmann::ordered_json& schema, const SchemaOptions& options) {
-  size_t bytes = schema.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).size();
+CompiledGrammar compile_json_schema(const nlohmann::ordered_json& schema,
+                                    const SchemaOptions& options) {
+  size_t bytes =
+      schema.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).size();
   if (bytes > options.max_schema_bytes)
     throw GrammarError("schema of " + std::to_string(bytes) + " bytes is larger than " +
                            std::to_string(options.max_schema_bytes) + " (limit max_schema_bytes)",

@@ -25,13 +25,16 @@
 namespace qmlx::grammar {
 
 struct SchemaOptions {
-  size_t max_schema_bytes = 1 << 20;  // limit "max_schema_bytes"
-  int max_depth = 64;                 // nested subschemas; limit "max_schema_depth"
+  size_t max_schema_bytes = 1 << 20;                 // limit "max_schema_bytes"
+  int max_depth = 64;                                // nested subschemas; limit "max_schema_depth"
   std::chrono::milliseconds max_compile_time{2000};  // limit "max_compile_ms"
-  // Counted repetitions (minLength/maxLength, minItems/maxItems) above this are reported as
-  // unsupported instead of being expanded into a grammar too large to compile quickly.
-  uint32_t max_repetition = 128;
-  GrammarLimits grammar_limits;  // limit "max_grammar_nodes"
+  // Counts above these are reported as unsupported instead of being expanded into a grammar
+  // too slow to bind. A string length expands into one copy of the character automaton per
+  // character, and binding walks the vocabulary from each copy (about 0.2 s per character on
+  // the Qwen3 vocabulary); array items cost one rule call each.
+  uint32_t max_string_length = 8;  // minLength / maxLength
+  uint32_t max_item_count = 128;   // minItems / maxItems
+  GrammarLimits grammar_limits;    // limit "max_grammar_nodes"
 };
 
 // Throws GrammarError for a schema that is not a schema (not an object or boolean, a $ref to

@@ -16,10 +16,9 @@ struct Unsupported {
 const std::vector<CodePointRange> kDigits = {{'0', '9'}};
 const std::vector<CodePointRange> kWord = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
 // ECMA WhiteSpace and LineTerminator.
-const std::vector<CodePointRange> kSpace = {{0x09, 0x0D}, {0x20, 0x20},     {0xA0, 0xA0},
-                                            {0x1680, 0x1680}, {0x2000, 0x200A}, {0x2028, 0x2029},
-                                            {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000},
-                                            {0xFEFF, 0xFEFF}};
+const std::vector<CodePointRange> kSpace = {
+    {0x09, 0x0D},     {0x20, 0x20},     {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
+    {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
 const std::vector<CodePointRange> kLineTerminators = {{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}};
 
 class RegexTranslator {
@@ -34,7 +33,8 @@ class RegexTranslator {
       bool anchored_end = consume('$');
       if (!at_end() && peek() != '|') fail("'$' before the end of the pattern");
       std::string any = std::string(kJsonStringChar) + "*";
-      alternatives.push_back((anchored_start ? "" : any + " ") + "(" + body + ")" + (anchored_end ? "" : " " + any));
+      alternatives.push_back((anchored_start ? "" : any + " ") + "(" + body + ")" +
+                             (anchored_end ? "" : " " + any));
     } while (consume('|'));
     if (!at_end()) fail("unbalanced ')'");
     return join(alternatives);
@@ -183,14 +183,22 @@ class RegexTranslator {
     if (at_end()) fail("trailing backslash");
     char k = p_[pos_++];
     switch (k) {
-      case 't': return '\t';
-      case 'n': return '\n';
-      case 'r': return '\r';
-      case 'f': return '\f';
-      case 'v': return '\v';
-      case '0': return 0;
-      case 'x': return hex(2);
-      case 'u': return hex(4);
+      case 't':
+        return '\t';
+      case 'n':
+        return '\n';
+      case 'r':
+        return '\r';
+      case 'f':
+        return '\f';
+      case 'v':
+        return '\v';
+      case '0':
+        return 0;
+      case 'x':
+        return hex(2);
+      case 'u':
+        return hex(4);
       default:
         if (isalnum(static_cast<unsigned char>(k))) fail(std::string("the escape \\") + k);
         return static_cast<uint8_t>(k);
@@ -202,7 +210,8 @@ class RegexTranslator {
     for (int i = 0; i < n; ++i) {
       if (at_end() || !isxdigit(static_cast<unsigned char>(peek()))) fail("bad hex escape");
       char c = p_[pos_++];
-      v = v * 16 + static_cast<uint32_t>(isdigit(static_cast<unsigned char>(c)) ? c - '0' : (c | 0x20) - 'a' + 10);
+      v = v * 16 + static_cast<uint32_t>(
+                       isdigit(static_cast<unsigned char>(c)) ? c - '0' : (c | 0x20) - 'a' + 10);
     }
     if (v >= 0xD800 && v <= 0xDFFF) fail("surrogate escapes");
     return v;

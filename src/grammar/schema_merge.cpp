@@ -10,10 +10,13 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr int kMaxRefChain = 32;
-const std::set<std::string> kLowerBounds = {"minLength", "minItems", "minimum", "exclusiveMinimum", "minProperties"};
-const std::set<std::string> kUpperBounds = {"maxLength", "maxItems", "maximum", "exclusiveMaximum", "maxProperties"};
-const std::set<std::string> kIgnoredInMerge = {"$schema", "$id", "id", "$comment", "title", "description",
-                                               "default", "examples", "definitions", "$defs"};
+const std::set<std::string> kLowerBounds = {"minLength", "minItems", "minimum", "exclusiveMinimum",
+                                            "minProperties"};
+const std::set<std::string> kUpperBounds = {"maxLength", "maxItems", "maximum", "exclusiveMaximum",
+                                            "maxProperties"};
+const std::set<std::string> kIgnoredInMerge = {"$schema",     "$id",         "id",      "$comment",
+                                               "title",       "description", "default", "examples",
+                                               "definitions", "$defs"};
 const Json kNeverSchema = Json{{"enum", Json::array()}};
 
 std::string percent_decoded(const std::string& s) {
@@ -34,8 +37,10 @@ std::set<std::string> types_of(const Json& s) {
   std::set<std::string> all = {"null", "boolean", "object", "array", "number", "integer", "string"};
   if (!s.is_object()) return s == Json(false) ? std::set<std::string>{} : all;
   std::vector<Json> values;
-  if (s.contains("const")) values.push_back(s["const"]);
-  else if (s.contains("enum") && s["enum"].is_array()) values.assign(s["enum"].begin(), s["enum"].end());
+  if (s.contains("const"))
+    values.push_back(s["const"]);
+  else if (s.contains("enum") && s["enum"].is_array())
+    values.assign(s["enum"].begin(), s["enum"].end());
   else if (s.contains("type")) {
     std::set<std::string> out;
     const Json& t = s["type"];
@@ -60,14 +65,16 @@ std::set<std::string> types_of(const Json& s) {
 bool types_overlap(const std::set<std::string>& a, const std::set<std::string>& b) {
   for (const auto& t : a)
     for (const auto& u : b)
-      if (t == u || (t == "integer" && u == "number") || (t == "number" && u == "integer")) return true;
+      if (t == u || (t == "integer" && u == "number") || (t == "number" && u == "integer"))
+        return true;
   return false;
 }
 
 std::optional<std::vector<Json>> values_of(const Json& s) {
   if (!s.is_object()) return std::nullopt;
   if (s.contains("const")) return std::vector<Json>{s["const"]};
-  if (s.contains("enum") && s["enum"].is_array()) return std::vector<Json>(s["enum"].begin(), s["enum"].end());
+  if (s.contains("enum") && s["enum"].is_array())
+    return std::vector<Json>(s["enum"].begin(), s["enum"].end());
   return std::nullopt;
 }
 
@@ -90,7 +97,9 @@ bool is_required(const Json& s, const std::string& name) {
 bool pair_disjoint(const Json& a0, const Json& b0, const Json& root) {
   auto follow = [&](const Json& s) -> const Json& {
     const Json* cur = &s;
-    for (int i = 0; i < kMaxRefChain && cur->is_object() && cur->contains("$ref") && (*cur)["$ref"].is_string(); ++i) {
+    for (int i = 0; i < kMaxRefChain && cur->is_object() && cur->contains("$ref") &&
+                    (*cur)["$ref"].is_string();
+         ++i) {
       const Json* next = resolve_pointer(root, (*cur)["$ref"].get<std::string>());
       if (!next) break;
       cur = next;
@@ -122,7 +131,8 @@ const Json* resolve_pointer(const Json& root, const std::string& ref) {
   size_t pos = 1;
   for (;;) {
     size_t slash = pointer.find('/', pos);
-    std::string token = pointer.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos);
+    std::string token =
+        pointer.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos);
     std::string unescaped;
     for (size_t i = 0; i < token.size(); ++i) {
       if (token[i] == '~' && i + 1 < token.size()) {
@@ -136,7 +146,8 @@ const Json* resolve_pointer(const Json& root, const std::string& ref) {
       if (!cur->contains(unescaped)) return nullptr;
       cur = &(*cur)[unescaped];
     } else if (cur->is_array()) {
-      if (unescaped.empty() || unescaped.find_first_not_of("0123456789") != std::string::npos) return nullptr;
+      if (unescaped.empty() || unescaped.find_first_not_of("0123456789") != std::string::npos)
+        return nullptr;
       size_t i = std::stoul(unescaped);
       if (i >= cur->size()) return nullptr;
       cur = &(*cur)[i];
@@ -160,7 +171,8 @@ Json SchemaMerger::merge_all_of(const Json& schema, const std::string& path, int
   out.erase("allOf");
   if (!schema["allOf"].is_array()) return out;
   for (size_t i = 0; i < schema["allOf"].size(); ++i)
-    out = merge(std::move(out), resolved(schema["allOf"][i], path + "/allOf/" + std::to_string(i), depth), path);
+    out = merge(std::move(out),
+                resolved(schema["allOf"][i], path + "/allOf/" + std::to_string(i), depth), path);
   return out;
 }
 
@@ -215,8 +227,10 @@ Json SchemaMerger::merge(Json a, const Json& b, const std::string& path) {
     if (va == vb || kIgnoredInMerge.count(k)) continue;
     if (k == "properties" && va.is_object() && vb.is_object()) {
       for (const auto& [name, sub] : vb.items())
-        if (!va.contains(name)) va[name] = sub;
-        else if (va[name] != sub) va[name] = Json{{"allOf", Json::array({va[name], sub})}};
+        if (!va.contains(name))
+          va[name] = sub;
+        else if (va[name] != sub)
+          va[name] = Json{{"allOf", Json::array({va[name], sub})}};
     } else if (k == "required" && va.is_array() && vb.is_array()) {
       for (const auto& r : vb)
         if (std::find(va.begin(), va.end(), r) == va.end()) va.push_back(r);
@@ -224,16 +238,20 @@ Json SchemaMerger::merge(Json a, const Json& b, const std::string& path) {
       std::set<std::string> ta = types_of(Json{{"type", va}}), tb = types_of(Json{{"type", vb}});
       Json both = Json::array();
       for (const auto& t : ta)
-        if (tb.count(t)) both.push_back(t);
-        else if (t == "number" && tb.count("integer")) both.push_back("integer");
-        else if (t == "integer" && tb.count("number")) both.push_back("integer");
+        if (tb.count(t))
+          both.push_back(t);
+        else if (t == "number" && tb.count("integer"))
+          both.push_back("integer");
+        else if (t == "integer" && tb.count("number"))
+          both.push_back("integer");
       if (both.empty()) return kNeverSchema;
       va = both;
     } else if (kLowerBounds.count(k) && va.is_number() && vb.is_number()) {
       if (vb.get<double>() > va.get<double>()) va = vb;
     } else if (kUpperBounds.count(k) && va.is_number() && vb.is_number()) {
       if (vb.get<double>() < va.get<double>()) va = vb;
-    } else if ((k == "additionalProperties" || (k == "items" && !va.is_array() && !vb.is_array()))) {
+    } else if ((k == "additionalProperties" ||
+                (k == "items" && !va.is_array() && !vb.is_array()))) {
       va = Json{{"allOf", Json::array({va, vb})}};
     } else if (k == "enum" && va.is_array() && vb.is_array()) {
       Json both = Json::array();

@@ -47,7 +47,8 @@ TokenMaskTables::NodeTable build_node_table(uint32_t node, const TokenVocabulary
   TokenMaskTables::NodeTable table;
   if (accepted.size() * 32 > static_cast<size_t>(vocab.size())) {
     table.accepted_bits.assign(vocab.mask_words(), 0);
-    for (int32_t id : accepted) table.accepted_bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+    for (int32_t id : accepted)
+      table.accepted_bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
   } else {
     table.accepted_ids = std::move(accepted);
   }

@@ -10,7 +10,9 @@ namespace qmlx::grammar {
 
 TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::vector<bool> special,
                                  std::vector<int32_t> stop_token_ids)
-    : bytes_(std::move(token_bytes)), special_(std::move(special)), stop_ids_(std::move(stop_token_ids)) {
+    : bytes_(std::move(token_bytes)),
+      special_(std::move(special)),
+      stop_ids_(std::move(stop_token_ids)) {
   special_.resize(bytes_.size());
   std::erase_if(stop_ids_, [&](int32_t id) { return id < 0 || id >= size(); });
   std::vector<std::pair<std::string, int32_t>> items;

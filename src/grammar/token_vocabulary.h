@@ -23,8 +23,8 @@ class TokenVocabulary {
   // token_bytes[id] is the token's decoded bytes; special[id] marks special tokens.
   TokenVocabulary(std::vector<std::string> token_bytes, std::vector<bool> special,
                   std::vector<int32_t> stop_token_ids);
-  static std::shared_ptr<const TokenVocabulary> from_tokenizer(
-      const Tokenizer& tokenizer, std::vector<int32_t> stop_token_ids);
+  static std::shared_ptr<const TokenVocabulary> from_tokenizer(const Tokenizer& tokenizer,
+                                                               std::vector<int32_t> stop_token_ids);
 
   int32_t size() const { return static_cast<int32_t>(bytes_.size()); }
   // Words of a bitmask covering every id.

@@ -60,8 +60,8 @@ std::vector<ByteRangeSequence> utf8_sequences(uint32_t lo, uint32_t hi) {
   std::vector<ByteRangeSequence> out;
   hi = std::min(hi, kMaxCodePoint);
   // Cut at the encoded-length boundaries and around the surrogates.
-  const uint32_t cuts[][2] = {{0, 0x7F},        {0x80, 0x7FF},       {0x800, 0xD7FF},
-                              {0xE000, 0xFFFF}, {0x10000, 0x10FFFF}};
+  const uint32_t cuts[][2] = {
+      {0, 0x7F}, {0x80, 0x7FF}, {0x800, 0xD7FF}, {0xE000, 0xFFFF}, {0x10000, 0x10FFFF}};
   for (const auto& cut : cuts) {
     uint32_t a = std::max(lo, cut[0]), b = std::min(hi, cut[1]);
     if (a <= b) split_same_length(a, b, out);

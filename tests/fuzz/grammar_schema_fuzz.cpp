@@ -20,7 +20,8 @@ std::shared_ptr<const TokenVocabulary> vocabulary() {
   static const auto vocab = [] {
     std::vector<std::string> bytes = {"<|im_end|>"};
     for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, static_cast<char>(b)));
-    for (const char* t : {"\"}", "\"},", "\":", "\":\"", "{\"", "[{", "}]", "true", "null", "12", "\\n", "\xC3\xA9"})
+    for (const char* t : {"\"}", "\"},", "\":", "\":\"", "{\"", "[{", "}]", "true", "null", "12",
+                          "\\n", "\xC3\xA9"})
       bytes.push_back(t);
     std::vector<bool> special(bytes.size());
     special[0] = true;
@@ -31,7 +32,8 @@ std::shared_ptr<const TokenVocabulary> vocabulary() {
 
 // Follows the lowest allowed id for a few steps; every allowed id must be accepted.
 void walk(const CompiledGrammar& g) {
-  auto tables = TokenMaskTables::build(g.grammar, vocabulary(), {.max_build_time = std::chrono::milliseconds(500)});
+  auto tables = TokenMaskTables::build(g.grammar, vocabulary(),
+                                       {.max_build_time = std::chrono::milliseconds(500)});
   GrammarMatcher m(tables);
   std::vector<uint64_t> mask(m.mask_words());
   for (int step = 0; step < 16 && !m.is_terminated(); ++step) {

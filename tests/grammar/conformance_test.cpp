@@ -24,10 +24,12 @@ namespace fs = std::filesystem;
 std::shared_ptr<const TokenVocabulary> conformance_vocabulary() {
   std::vector<std::string> bytes = {"<|endoftext|>", "<|im_start|>"};
   for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, static_cast<char>(b)));
-  for (const char* t : {"\"}", "\"},", "\":", "\":\"", "\",\"", "{\"", "[{", "}]", "},{", "\"]", "[\"",
-                        "\":{", "\":[", "true", "false", "null", "foo", "bar", "\"foo", "bar\"", "\":1",
-                        "1,", "],", "]}", "}}", "00", "12", "-0", "0.", ".0", "e+", "\\\"", "\\n", "\\u00",
-                        "-01", "T0", ":00", "Z\"", "@example", ".com\"", "\xC3\xA9", "\xF0\x9F", "\x92\xA9"})
+  for (const char* t :
+       {"\"}",   "\"},",  "\":",      "\":\"",  "\",\"",    "{\"",      "[{",      "}]",  "},{",
+        "\"]",   "[\"",   "\":{",     "\":[",   "true",     "false",    "null",    "foo", "bar",
+        "\"foo", "bar\"", "\":1",     "1,",     "],",       "]}",       "}}",      "00",  "12",
+        "-0",    "0.",    ".0",       "e+",     "\\\"",     "\\n",      "\\u00",   "-01", "T0",
+        ":00",   "Z\"",   "@example", ".com\"", "\xC3\xA9", "\xF0\x9F", "\x92\xA9"})
     bytes.push_back(t);
   std::vector<bool> special(bytes.size());
   special[0] = special[1] = true;
@@ -42,7 +44,8 @@ std::vector<int32_t> tokenize(const TokenVocabulary& vocab, const std::string& t
     size_t best_len = 0;
     for (int32_t id = 2; id < vocab.size(); ++id) {
       const std::string& t = vocab.bytes(id);
-      if (t.size() > best_len && text.compare(pos, t.size(), t) == 0) best = id, best_len = t.size();
+      if (t.size() > best_len && text.compare(pos, t.size(), t) == 0)
+        best = id, best_len = t.size();
     }
     ids.push_back(best);
     pos += best_len;
@@ -58,7 +61,8 @@ void collect_property_order(const Json& s, std::map<std::string, size_t>& order)
     // Objects inside const and enum are written in their own order.
     std::vector<Json> values;
     if (s.contains("const")) values.push_back(s["const"]);
-    if (s.contains("enum") && s["enum"].is_array()) values.insert(values.end(), s["enum"].begin(), s["enum"].end());
+    if (s.contains("enum") && s["enum"].is_array())
+      values.insert(values.end(), s["enum"].begin(), s["enum"].end());
     for (const auto& v : values)
       if (v.is_object())
         for (const auto& [name, e] : v.items()) order.emplace(name, order.size());
@@ -79,7 +83,8 @@ Json ordered_like_schema(const Json& v, const std::map<std::string, size_t>& ord
   for (const auto& [k, e] : v.items()) members.emplace_back(k, &e);
   std::stable_sort(members.begin(), members.end(), [&](const auto& a, const auto& b) {
     auto ia = order.find(a.first), ib = order.find(b.first);
-    size_t ra = ia == order.end() ? SIZE_MAX : ia->second, rb = ib == order.end() ? SIZE_MAX : ib->second;
+    size_t ra = ia == order.end() ? SIZE_MAX : ia->second,
+           rb = ib == order.end() ? SIZE_MAX : ib->second;
     return ra < rb;
   });
   Json out = Json::object();
@@ -98,7 +103,8 @@ Json opened(const Json& s) {
   if (!s.is_object()) return s;
   Json out = Json::object();
   for (const auto& [k, v] : s.items()) out[k] = (k == "const" || k == "enum") ? v : opened(v);
-  if (out.contains("properties") && !out.contains("additionalProperties")) out["additionalProperties"] = true;
+  if (out.contains("properties") && !out.contains("additionalProperties"))
+    out["additionalProperties"] = true;
   return out;
 }
 
@@ -122,7 +128,8 @@ struct Tally {
 };
 
 // Runs the instance through a matcher; returns whether it was accepted to completion.
-bool run_instance(const std::shared_ptr<const TokenMaskTables>& tables, const std::string& text, std::string& why) {
+bool run_instance(const std::shared_ptr<const TokenMaskTables>& tables, const std::string& text,
+                  std::string& why) {
   const TokenVocabulary& vocab = tables->vocab();
   GrammarMatcher m(tables);
   std::vector<uint64_t> mask(vocab.mask_words());
@@ -147,7 +154,8 @@ bool run_instance(const std::shared_ptr<const TokenMaskTables>& tables, const st
   return m.is_terminated();
 }
 
-void run_file(const fs::path& file, const std::shared_ptr<const TokenVocabulary>& vocab, Tally& tally) {
+void run_file(const fs::path& file, const std::shared_ptr<const TokenVocabulary>& vocab,
+              Tally& tally) {
   std::ifstream in(file);
   Json groups = Json::parse(in);
   for (const auto& group : groups) {
@@ -161,7 +169,8 @@ void run_file(const fs::path& file, const std::shared_ptr<const TokenVocabulary>
     } catch (const GrammarError& e) {
       skip = "schema refused (" + std::string(e.what()).substr(0, 40) + ")";
     }
-    if (skip.empty() && ref_with_siblings(schema)) skip = "draft 7 $ref ignores its siblings; the engine applies them";
+    if (skip.empty() && ref_with_siblings(schema))
+      skip = "draft 7 $ref ignores its siblings; the engine applies them";
     std::shared_ptr<const TokenMaskTables> tables;
     if (skip.empty()) tables = TokenMaskTables::build(g.grammar, vocab);
     std::map<std::string, size_t> order;
@@ -179,23 +188,30 @@ void run_file(const fs::path& file, const std::shared_ptr<const TokenVocabulary>
       if (valid && !accepted && why.find("disagree") == std::string::npos) {
         // Refused only because the canonical form leaves out undeclared properties?
         std::string open_why;
-        auto open_tables = TokenMaskTables::build(compile_json_schema(opened(schema)).grammar, vocab);
+        auto open_tables =
+            TokenMaskTables::build(compile_json_schema(opened(schema)).grammar, vocab);
         if (run_instance(open_tables, text, open_why)) {
           ++tally.skipped["valid instance has properties the canonical form does not write"];
           continue;
         }
       }
-      if (why.find("disagree") != std::string::npos) tally.failures.push_back(case_name + ": " + why);
-      if (valid && accepted) ++tally.valid_accepted;
-      else if (!valid && !accepted) ++tally.invalid_rejected;
-      else tally.failures.push_back(case_name + ": " + text + (valid ? " refused: " + why : " accepted"));
+      if (why.find("disagree") != std::string::npos)
+        tally.failures.push_back(case_name + ": " + why);
+      if (valid && accepted)
+        ++tally.valid_accepted;
+      else if (!valid && !accepted)
+        ++tally.invalid_rejected;
+      else
+        tally.failures.push_back(case_name + ": " + text +
+                                 (valid ? " refused: " + why : " accepted"));
     }
   }
 }
 
 TEST(JsonSchemaTestSuite, Draft7) {
   fs::path root = QMLX_JSON_SCHEMA_TEST_SUITE;
-  if (!fs::exists(root / "draft7")) GTEST_SKIP() << "json-schema-test-suite is not installed (scripts/setup.sh)";
+  if (!fs::exists(root / "draft7"))
+    GTEST_SKIP() << "json-schema-test-suite is not installed (scripts/setup.sh)";
   auto vocab = conformance_vocabulary();
   Tally tally;
   std::vector<fs::path> files;
@@ -211,8 +227,8 @@ TEST(JsonSchemaTestSuite, Draft7) {
     std::printf("  skipped %3d: %s\n", n, reason.c_str());
     skipped += n;
   }
-  std::printf("  exercised: %d valid accepted, %d invalid rejected; %d skipped\n", tally.valid_accepted,
-              tally.invalid_rejected, skipped);
+  std::printf("  exercised: %d valid accepted, %d invalid rejected; %d skipped\n",
+              tally.valid_accepted, tally.invalid_rejected, skipped);
   for (const auto& f : tally.failures) ADD_FAILURE() << f;
   EXPECT_GE(tally.valid_accepted + tally.invalid_rejected, 220);
 }

@@ -14,7 +14,8 @@ TEST(GrammarCache, HitsReturnTheSameTablesAndKeepUnsupportedKeywords) {
   GrammarCache cache(64 << 20);
   Json schema = Json::parse(R"({"type": "array", "uniqueItems": true})");
   BoundGrammar a = cache.json_schema(schema, {}, vocab);
-  BoundGrammar b = cache.json_schema(Json::parse(R"({"type": "array", "uniqueItems": true})"), {}, vocab);
+  BoundGrammar b =
+      cache.json_schema(Json::parse(R"({"type": "array", "uniqueItems": true})"), {}, vocab);
   EXPECT_EQ(a.tables, b.tables);
   EXPECT_EQ(b.unsupported, (std::vector<UnsupportedKeyword>{{"uniqueItems", ""}}));
   EXPECT_EQ(cache.hits(), 1u);
@@ -27,8 +28,8 @@ TEST(GrammarCache, MemberOrderAndVocabularyAreTheKey) {
   auto a = cache.json_schema(Json::parse(R"({"properties": {"a": {}, "b": {}}})"), {}, vocab);
   auto b = cache.json_schema(Json::parse(R"({"properties": {"b": {}, "a": {}}})"), {}, vocab);
   EXPECT_NE(a.tables, b.tables);  // different output order
-  auto other_vocab = std::make_shared<const TokenVocabulary>(std::vector<std::string>{"a", "b"},
-                                                             std::vector<bool>{false, false}, std::vector<int32_t>{});
+  auto other_vocab = std::make_shared<const TokenVocabulary>(
+      std::vector<std::string>{"a", "b"}, std::vector<bool>{false, false}, std::vector<int32_t>{});
   auto c = cache.json_schema(Json::parse(R"({"properties": {"a": {}, "b": {}}})"), {}, other_vocab);
   EXPECT_NE(a.tables, c.tables);
   EXPECT_EQ(cache.entries(), 3u);

@@ -86,7 +86,8 @@ TEST(GrammarParser, RulesReferenceEachOtherAndRecurse) {
 
 TEST(GrammarParser, ErrorsNameTheProblemAndPlace) {
   EXPECT_NE(error_of("root ::= \"a").find("unterminated string literal"), std::string::npos);
-  EXPECT_NE(error_of("root ::= \"a\"\nfoo ::= bar").find("undefined rule 'bar'"), std::string::npos);
+  EXPECT_NE(error_of("root ::= \"a\"\nfoo ::= bar").find("undefined rule 'bar'"),
+            std::string::npos);
   EXPECT_NE(error_of("foo ::= \"a\"").find("no 'root' rule"), std::string::npos);
   EXPECT_NE(error_of("root ::= ( \"a\"").find("line 1"), std::string::npos);
   EXPECT_NE(error_of("root ::= \"a\"\nroot ::= \"b\"").find("defined twice"), std::string::npos);

@@ -10,7 +10,9 @@ namespace {
 using Json = nlohmann::ordered_json;
 using test_support::accepts;
 
-CompiledGrammar compile(const char* schema_text) { return compile_json_schema(Json::parse(schema_text)); }
+CompiledGrammar compile(const char* schema_text) {
+  return compile_json_schema(Json::parse(schema_text));
+}
 
 TEST(JsonSchemaCompiler, Types) {
   auto g = compile(R"({"type": "integer"})");
@@ -35,7 +37,8 @@ TEST(JsonSchemaCompiler, Types) {
 }
 
 TEST(JsonSchemaCompiler, PropertiesInSchemaOrderWithRequiredAndOptional) {
-  auto g = compile(R"({"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "string"},
+  auto g = compile(
+      R"({"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "string"},
                        "c": {"type": "boolean"}}, "required": ["a"]})");
   EXPECT_TRUE(accepts(g, R"({"a":"x"})"));
   EXPECT_TRUE(accepts(g, R"({"b":1,"a":"x","c":true})"));
@@ -47,7 +50,8 @@ TEST(JsonSchemaCompiler, PropertiesInSchemaOrderWithRequiredAndOptional) {
 }
 
 TEST(JsonSchemaCompiler, AdditionalPropertiesExcludeDeclaredNames) {
-  auto g = compile(R"({"properties": {"foo": {}, "fo\"o": {}}, "additionalProperties": {"type": "boolean"}})");
+  auto g = compile(
+      R"({"properties": {"foo": {}, "fo\"o": {}}, "additionalProperties": {"type": "boolean"}})");
   EXPECT_TRUE(accepts(g, R"({"foo":1,"bar":true})"));
   EXPECT_TRUE(accepts(g, R"({"bar":true,"fo":false,"fooo":true,"fo\\":true})"));
   EXPECT_FALSE(accepts(g, R"({"bar":1})"));
@@ -63,13 +67,15 @@ TEST(JsonSchemaCompiler, AdditionalPropertiesExcludeDeclaredNames) {
   EXPECT_TRUE(accepts(g, R"({"a":null,"b":[1]})"));
   EXPECT_TRUE(accepts(g, R"({"b":"x"})"));
   EXPECT_FALSE(accepts(g, R"({"a":null})"));
-  g = compile(R"({"properties": {"a": {}}, "required": ["b"], "additionalProperties": {"type": "integer"}})");
+  g = compile(
+      R"({"properties": {"a": {}}, "required": ["b"], "additionalProperties": {"type": "integer"}})");
   EXPECT_TRUE(accepts(g, R"({"b":1})"));
   EXPECT_FALSE(accepts(g, R"({"b":"x"})"));
 }
 
 TEST(JsonSchemaCompiler, Arrays) {
-  auto g = compile(R"({"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 3})");
+  auto g =
+      compile(R"({"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 3})");
   EXPECT_FALSE(accepts(g, "[1]"));
   EXPECT_TRUE(accepts(g, "[1,2]"));
   EXPECT_TRUE(accepts(g, "[1,2,3]"));
@@ -81,7 +87,8 @@ TEST(JsonSchemaCompiler, Arrays) {
   EXPECT_TRUE(accepts(g, R"(["a",null])"));
   EXPECT_FALSE(accepts(g, R"(["a",null,1])"));
   EXPECT_FALSE(accepts(g, R"([null])"));
-  g = compile(R"({"items": [{"type": "integer"}], "additionalItems": {"type": "boolean"}, "minItems": 2})");
+  g = compile(
+      R"({"items": [{"type": "integer"}], "additionalItems": {"type": "boolean"}, "minItems": 2})");
   EXPECT_TRUE(accepts(g, "[1,true,false]"));
   EXPECT_FALSE(accepts(g, "[1]"));
   EXPECT_FALSE(accepts(g, "[1,2]"));
@@ -116,7 +123,8 @@ TEST(JsonSchemaCompiler, AnyOfOneOfAllOf) {
   g = compile(R"({"oneOf": [{"type": "integer"}, {"type": "integer", "minimum": 2}]})");
   ASSERT_EQ(g.unsupported.size(), 1u);
   EXPECT_EQ(g.unsupported[0], (UnsupportedKeyword{"oneOf", ""}));
-  g = compile(R"({"oneOf": [{"properties": {"k": {"const": "a"}, "v": {"type": "integer"}}, "required": ["k"]},
+  g = compile(
+      R"({"oneOf": [{"properties": {"k": {"const": "a"}, "v": {"type": "integer"}}, "required": ["k"]},
                             {"properties": {"k": {"const": "b"}}, "required": ["k"]}]})");
   EXPECT_TRUE(g.unsupported.empty());  // a discriminator makes the branches disjoint
   g = compile(R"({"allOf": [{"properties": {"a": {"type": "integer"}}, "required": ["a"]},
@@ -134,7 +142,8 @@ TEST(JsonSchemaCompiler, RefsAndRecursion) {
                        "$ref": "#/$defs/node"})");
   EXPECT_TRUE(accepts(g, R"({"v":1,"next":{"v":2,"next":null}})"));
   EXPECT_FALSE(accepts(g, R"({"v":1,"next":{"v":2}})"));
-  g = compile(R"({"definitions": {"a b": {"type": "null"}}, "items": {"$ref": "#/definitions/a%20b"}})");
+  g = compile(
+      R"({"definitions": {"a b": {"type": "null"}}, "items": {"$ref": "#/definitions/a%20b"}})");
   EXPECT_TRUE(accepts(g, "[null,null]"));
   EXPECT_THROW(compile(R"({"$ref": "#/nowhere"})"), GrammarError);
 }
@@ -145,6 +154,10 @@ TEST(JsonSchemaCompiler, StringLengthsCountCodePoints) {
   EXPECT_TRUE(accepts(g, R"("é😀")"));
   EXPECT_TRUE(accepts(g, R"("a\nb")"));
   EXPECT_FALSE(accepts(g, R"("abcd")"));
+  // Longer bounds than SchemaOptions::max_string_length are reported, not expanded.
+  g = compile(R"({"type": "string", "maxLength": 100})");
+  EXPECT_EQ(g.unsupported, (std::vector<UnsupportedKeyword>{{"maxLength", ""}}));
+  EXPECT_TRUE(accepts(g, "\"" + std::string(150, 'x') + "\""));
 }
 
 TEST(JsonSchemaCompiler, Patterns) {
@@ -165,7 +178,8 @@ TEST(JsonSchemaCompiler, Patterns) {
 
 TEST(JsonSchemaCompiler, IntegerBounds) {
   auto g = compile(R"({"type": "integer", "minimum": -15, "exclusiveMaximum": 213})");
-  for (int i = -30; i < 300; ++i) EXPECT_EQ(accepts(g, std::to_string(i)), i >= -15 && i < 213) << i;
+  for (int i = -30; i < 300; ++i)
+    EXPECT_EQ(accepts(g, std::to_string(i)), i >= -15 && i < 213) << i;
   g = compile(R"({"type": "integer", "exclusiveMinimum": 99})");
   EXPECT_FALSE(accepts(g, "99"));
   EXPECT_TRUE(accepts(g, "100"));
@@ -235,7 +249,9 @@ TEST(JsonSchemaCompiler, LimitsAreErrorsNamingTheLimit) {
   EXPECT_EQ(limit_of(Json{{"description", std::string(2000, 'x')}}, small), "max_schema_bytes");
   SchemaOptions few_nodes;
   few_nodes.grammar_limits.max_nodes = 200;
-  EXPECT_EQ(limit_of(Json::parse(R"({"type": "string", "maxLength": 100})"), few_nodes), "max_grammar_nodes");
+  few_nodes.max_string_length = 1000;
+  EXPECT_EQ(limit_of(Json::parse(R"({"type": "string", "maxLength": 100})"), few_nodes),
+            "max_grammar_nodes");
   SchemaOptions no_time;
   no_time.max_depth = 200;
   no_time.max_compile_time = std::chrono::milliseconds(0);
