@@ -270,6 +270,12 @@ GenerationRequest parse_messages_request(const json& body, const SamplingDefault
   // reasoning), service_tier, container, mcp_servers (no server-side tools here), and every
   // block's cache_control (this server caches every prefix).
   parse_anthropic_conversation(body, r);
+  if (const json* config = optional_field(body, "output_config")) {
+    if (!config->is_object()) bad_field("output_config", "must be an object");
+    if (const json* format = optional_field(*config, "format")) {
+      r.reply_format = parse_anthropic_output_format(*format, "output_config.format");
+    }
+  }
   r.stream = bool_field(body, "stream", false);
   r.return_progress = bool_field(body, "return_progress", false);
   required_field(body, "max_tokens", "max_tokens");

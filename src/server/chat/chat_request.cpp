@@ -150,6 +150,19 @@ void parse_stream(const json& body, GenerationRequest& r) {
 // Claude Code's tool search: tools marked defer_loading are left out of the prompt, and a
 // tool_reference block in a tool result loads one. Its definition is written where the
 
+// response_format (OpenAI; vLLM on completions too) or grammar (as llama.cpp's server takes
+// its own), not both.
+void parse_reply_format(const json& body, GenerationRequest& r) {
+  const json* format = optional_field(body, "response_format");
+  const json* grammar = optional_field(body, "grammar");
+  if (format) r.reply_format = parse_response_format(*format, "response_format");
+  if (grammar) {
+    if (r.reply_format.constrained())
+      bad_field("grammar", "cannot be combined with a response_format that constrains the reply");
+    r.reply_format = parse_grammar_field(*grammar, "grammar");
+  }
+}
+
 std::vector<int32_t> token_id_prompt(const json& prompt) {
   std::vector<int32_t> ids;
   for (size_t i = 0; i < prompt.size(); ++i) {
@@ -174,9 +187,7 @@ GenerationRequest parse_chat_request(const json& body, const SamplingDefaults& d
   parse_openai_tool_choice(body, r);
   check_tool_choice(r);
   parse_choice_count(body);
-  if (const json* format = optional_field(body, "response_format")) {
-    check_text_format(*format, "response_format");
-  }
+  parse_reply_format(body, r);
   parse_stream(body, r);
   parse_max_tokens(body, r, "max_completion_tokens", "max_tokens");
   r.sampling = parse_sampling(body, defaults);
@@ -210,6 +221,7 @@ GenerationRequest parse_completion_request(const json& body, const SamplingDefau
   r.sampling = parse_sampling(body, defaults);
   r.stop = parse_stop(body, "stop");
   parse_logprobs(body, r, true);
+  parse_reply_format(body, r);
   r.echo = bool_field(body, "echo", false);
   return r;
 }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/common/api_error.h"
+#include "server/common/reply_format.h"
 
 namespace qmlx::server {
 
@@ -43,6 +44,8 @@ struct GenerationRequest {
   std::vector<std::string> stop;
   bool logprobs = false;
   int top_logprobs = 0;
+  // What the reply must be (JSON for a schema, a grammar's language); free text by default.
+  ReplyFormat reply_format;
 
   // Chat routes: OpenAI-shaped messages ready for the chat template (Anthropic requests are
   // converted), OpenAI-shaped tools, and template kwargs (enable_thinking...).

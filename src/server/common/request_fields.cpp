@@ -143,18 +143,6 @@ void check_tool_choice(const GenerationRequest& r) {
                                "\", which is not among the request's tools");
 }
 
-void check_text_format(const json& format, const std::string& path) {
-  if (!format.is_object()) bad_field(path, "must be an object");
-  const json& type = required_field(format, "type", path + ".type");
-  if (type == "text") return;
-  if (type == "json_object" || type == "json_schema") {
-    bad_field(path, "type " + type.dump() +
-                        " is not supported: this server does not constrain replies to JSON "
-                        "(leave the field out or use {\"type\": \"text\"})");
-  }
-  bad_field(path + ".type", "must be text, json_object or json_schema");
-}
-
 TokenizeRequest parse_tokenize_request(const json& body) {
   TokenizeRequest r;
   const json& content = required_field(body, "content", "content");

@@ -42,11 +42,6 @@ std::optional<ToolChoiceMode> tool_choice_mode(const std::string& name);
 // named tool that is not among r.tools. Every chat route checks it once tools are parsed.
 void check_tool_choice(const GenerationRequest& r);
 
-// The reply format (chat's response_format, Responses' text.format): {"type": "text"} is what
-// every reply is; json_object and json_schema would need constrained decoding, which this
-// server does not do, so they are a 400 naming `path` rather than accepted and ignored.
-void check_text_format(const nlohmann::ordered_json& format, const std::string& path);
-
 // Field helpers shared by the route parsers (the Responses parser too). Each throws
 // ApiError(400) naming the field: `path` / `key` is the name the message uses.
 [[noreturn]] void bad_field(const std::string& field, const std::string& what);

@@ -58,6 +58,11 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry)
       normalizations_(registry.counter("qmlx_prompt_normalizations_total",
                                        "Requests changed by each prompt normalization rule",
                                        {"rule"})),
+      dropped_keywords_(registry.counter(
+          "qmlx_schema_keywords_dropped_total",
+          "JSON Schema keywords dropped from a reply's constraint (not enforceable; the request "
+          "was not strict), by keyword",
+          {"keyword"})),
       running_sequences_(registry.gauge("qmlx_sequences_running",
                                         "Sequences in flight on the engine's slots (--parallel)")),
       waiting_sequences_(
@@ -100,6 +105,10 @@ void ServerMetrics::record_step(int sequences, double seconds) {
 
 void ServerMetrics::record_normalization(const std::vector<std::string>& rules) {
   for (const std::string& rule : rules) normalizations_.add(1, {rule});
+}
+
+void ServerMetrics::record_dropped_keyword(const std::string& keyword) {
+  dropped_keywords_.add(1, {keyword});
 }
 
 void ServerMetrics::record_generation(const GenerationStats& stats) {

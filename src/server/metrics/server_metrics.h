@@ -23,6 +23,8 @@ class ServerMetrics {
   void record_step(int sequences, double seconds);
   // Counts each prompt normalization rule that changed a request.
   void record_normalization(const std::vector<std::string>& rules);
+  // A schema keyword dropped from a reply's constraint (not enforceable, strict off).
+  void record_dropped_keyword(const std::string& keyword);
 
   MetricsRegistry& registry() { return registry_; }
 
@@ -42,6 +44,7 @@ class ServerMetrics {
   Histogram& speculative_acceptance_;
   Histogram& speculative_tokens_per_step_;
   Counter& normalizations_;
+  Counter& dropped_keywords_;
   Gauge& running_sequences_;
   Gauge& waiting_sequences_;
   Histogram& batch_sequences_;

@@ -253,13 +253,14 @@ void parse_reasoning(const json& body, GenerationRequest& r) {
   }
 }
 
-// text.format: free text only (check_text_format); text.verbosity is left to the model.
-void parse_text(const json& body) {
+// text.format: free text, a JSON object or JSON for a schema (reply_format.h); text.verbosity
+// is left to the model.
+void parse_text(const json& body, GenerationRequest& r) {
   const json* text = optional_field(body, "text");
   if (text == nullptr) return;
   if (!text->is_object()) bad_field("text", "must be an object");
   if (const json* format = optional_field(*text, "format")) {
-    check_text_format(*format, "text.format");
+    r.reply_format = parse_responses_text_format(*format, "text.format");
   }
 }
 
@@ -326,7 +327,7 @@ GenerationRequest parse_responses_request(const json& body, const SamplingDefaul
   parse_tool_choice(body, r);
   check_tool_choice(r);
   parse_reasoning(body, r);
-  parse_text(body);
+  parse_text(body, r);
   r.stream = bool_field(body, "stream", false);
   if (auto limit = integer_field(body, "max_output_tokens", 1, INT32_MAX)) {
     r.max_tokens = capped_max_tokens(*limit);

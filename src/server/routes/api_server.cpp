@@ -292,12 +292,18 @@ void ApiServer::set_ready(std::shared_ptr<const ModelRuntime> runtime, CacheHook
   auto scheduler = std::make_unique<Scheduler>(*runtime, hooks, &state_->metrics, options.max_queue,
                                                state_->settings.runner, limits, &state_->activity);
   const bool later_system = template_takes_later_system(*runtime);
+  auto grammars = std::make_shared<ReplyGrammars>(
+      runtime->tokenizer, runtime->stop_token_ids,
+      [metrics = &state_->metrics](const std::string& keyword) {
+        metrics->record_dropped_keyword(keyword);
+      });
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->template_takes_later_system = later_system;
   state_->runtime = std::move(runtime);
   state_->scheduler = std::move(scheduler);
   state_->cache = cache;
   state_->limits = limits;
+  state_->reply_grammars = std::move(grammars);
 }
 
 void ApiServer::stop(std::chrono::milliseconds grace) {

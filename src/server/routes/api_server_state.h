@@ -7,6 +7,7 @@
 
 #include "http/server.h"
 #include "server/activity/activity_log.h"
+#include "server/scheduling/reply_grammars.h"
 #include "server/common/api_error.h"
 #include "server/responses/response_store.h"
 #include "server/routes/api_server.h"
@@ -28,6 +29,8 @@ struct ApiServer::State {
   PrefixCache* cache = nullptr;  // the admin routes' cache; null without one
   ResponseStore responses;       // /v1/responses: previous_response_id memory
   SchedulerLimits limits;        // the slots and memory budget set_ready gave the scheduler
+  // Reply formats (JSON schemas, grammars) bound to the model's vocabulary; set with runtime.
+  std::shared_ptr<ReplyGrammars> reply_grammars;
   // The status page's window onto recent requests and conversations.
   ActivityLog activity;
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();

@@ -337,7 +337,15 @@ void handle_generation(const http::Request& req, http::Response& res, State& sta
   ctx.responses = &state.responses;
   bool stream = r.stream;
   RequestOrigin origin = request_origin(header_lookup(req), r);
-  ctx.job = std::make_shared<GenerationJob>(uid, std::move(r), std::move(prompt), std::move(origin));
+  // A schema or grammar is compiled now: what is wrong with it is this request's 400.
+  std::shared_ptr<ReplyGrammars> grammars;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    grammars = state.reply_grammars;
+  }
+  auto reply_grammar = grammars ? grammars->bind(r.reply_format, uid) : nullptr;
+  ctx.job = std::make_shared<GenerationJob>(uid, std::move(r), std::move(prompt), std::move(origin),
+                                            std::move(reply_grammar));
   state.ready_scheduler().submit(ctx.job);
   if (stream) {
     stream_response(res, state, std::move(ctx));

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/token_mask_tables.h"
 #include "server/activity/request_origin.h"
 #include "server/common/generation_request.h"
 #include "server/scheduling/cache_hooks.h"
@@ -73,17 +74,24 @@ struct GenerationEvent {
 
 class GenerationJob {
  public:
+  // `reply_grammar`: the request's reply format bound to the vocabulary (reply_grammars.h);
+  // null for free text.
   GenerationJob(uint64_t uid, GenerationRequest request, RenderedPrompt prompt,
-                RequestOrigin origin = {})
+                RequestOrigin origin = {},
+                std::shared_ptr<const grammar::TokenMaskTables> reply_grammar = nullptr)
       : uid_(uid),
         request_(std::move(request)),
         prompt_(std::move(prompt)),
-        origin_(std::move(origin)) {}
+        origin_(std::move(origin)),
+        reply_grammar_(std::move(reply_grammar)) {}
 
   uint64_t uid() const { return uid_; }
   const GenerationRequest& request() const { return request_; }
   // Who sent it and which conversation it continues (for the status page).
   const RequestOrigin& origin() const { return origin_; }
+  const std::shared_ptr<const grammar::TokenMaskTables>& reply_grammar() const {
+    return reply_grammar_;
+  }
   const RenderedPrompt& prompt() const { return prompt_; }
   std::chrono::steady_clock::time_point created() const { return created_; }
 
@@ -111,6 +119,7 @@ class GenerationJob {
   const GenerationRequest request_;
   const RenderedPrompt prompt_;
   const RequestOrigin origin_;
+  const std::shared_ptr<const grammar::TokenMaskTables> reply_grammar_;
   const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   std::atomic<bool> cancelled_{false};
   std::atomic<int64_t> delivered_{0};

@@ -9,6 +9,7 @@
 #include "base/logging.h"
 #include "server/scheduling/canonical_history.h"
 #include "server/scheduling/stop_matcher.h"
+#include "server/scheduling/reply_constraint.h"
 #include "server/scheduling/tool_choice_constraint.h"
 #include "text/output/output_parser.h"
 
@@ -232,7 +233,9 @@ class Run {
                                      *runtime_.tokenizer);
     std::vector<int32_t> history = prompt_ids_;
     const int max_tokens = request_.max_tokens.value_or(1);
-    SpeculativeDecoding* speculative = speculation(tool_choice);
+    ReplyConstraint reply(job_.reply_grammar(), job_.prompt().text, max_tokens,
+                          *runtime_.tokenizer, tool_call_token());
+    SpeculativeDecoding* speculative = speculation(tool_choice, reply);
     const SpeculativeCounts counts_before =
         speculative ? speculative->counts() : SpeculativeCounts{};
     // The last speculative step while its tokens are being taken (the session has fed all of them
@@ -251,9 +254,11 @@ class Run {
         step = nullptr;
         logits = session_.logits();
         std::optional<int32_t> forced = tool_choice.forced_token();
-        token = forced ? *forced : sampler->sample(logits, history);
+        if (!forced) forced = reply.forced_token(i);
+        token = forced ? *forced : sampler->sample(reply.mask(logits), history);
       }
       tool_choice.observe(token);
+      reply.observe(token);
       if (i == 0) {
         stats_.ttft_ms = ms_since(start_);
         decode_start = Clock::now();
@@ -313,16 +318,25 @@ class Run {
     return reason;
   }
 
-  // The session's speculative decoding for this request, or null: off, or a tool_choice that
-  // forces tokens (forced tokens are not drafts the rule could check; plain decoding, said once).
-  SpeculativeDecoding* speculation(const ToolChoiceConstraint& tool_choice) {
+  // The session's speculative decoding for this request, or null: off, a tool_choice that
+  // forces tokens (forced tokens are not drafts the rule could check), or a reply format (its
+  // mask is not applied to drafts yet); plain decoding then, said once.
+  SpeculativeDecoding* speculation(const ToolChoiceConstraint& tool_choice,
+                                   const ReplyConstraint& reply) {
     SpeculativeDecoding* speculative = session_.speculative();
-    if (speculative && tool_choice.may_force()) {
-      log_info("uid=" + std::to_string(job_.uid()) +
-               " speculative decoding off for this request: its tool_choice forces tokens");
+    if (speculative && (tool_choice.may_force() || reply.enabled())) {
+      log_info("uid=" + std::to_string(job_.uid()) + " speculative decoding off for this request: " +
+               (reply.enabled() ? "its reply format constrains tokens" : "its tool_choice forces tokens"));
       return nullptr;
     }
     return speculative;
+  }
+
+  // The token that opens a tool call when the request offers tools (a reply format then
+  // allows a tool call in place of its value).
+  std::optional<int32_t> tool_call_token() const {
+    if (request_.tools.empty() || request_.tool_choice == ToolChoiceMode::kNone) return std::nullopt;
+    return runtime_.tokenizer->token_id("<tool_call>");
   }
 
   void record_speculation(const SpeculativeCounts& before, const SpeculativeCounts& after) {
