@@ -91,6 +91,10 @@ int64_t StepTimeModel::prompt_rows_within(const StepShape& base, int64_t depth,
                                           double budget_seconds, int64_t limit) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (limit <= 1) return std::max<int64_t>(limit, 0);
+  // What the step holds already fills the budget: one row, the least that makes progress. (Not
+  // left to the search below: where noise drove the prompt-row terms to nothing, every count
+  // would "fit" a budget the step already spent, and a 1 us bound took whole chunks.)
+  if (predict_locked(base) >= budget_seconds) return 1;
   // The step's time grows with the rows added: the largest count within the budget, by halving.
   auto fits = [&](int64_t rows) {
     StepShape shape = base;

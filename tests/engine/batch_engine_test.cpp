@@ -285,6 +285,29 @@ TEST_F(BatchEngineTest, TimeBoundedStepsCutPrefillsAndChangeNoResult) {
 // The time model learns a step's cost from the steps it sees: after steps of a known linear cost
 // it predicts that cost, sizes prompt rows to a budget (deeper rows cost more), and a long run
 // of decode-only steps does not unsettle what it knows of prompt rows.
+// On a loaded machine the noise can drive the prompt-row terms to nothing (prompt rows seem
+// free). A step whose decode rows already spend the budget must still take one prompt row,
+// not every row "for free" (a 1 us bound once gave whole chunks beside a decoder).
+TEST(StepTimeModelTest, AStepThatSpentItsBudgetTakesOneRowEvenWhenRowsSeemFree) {
+  StepTimeModel model;
+  std::mt19937_64 rng(8);
+  for (int i = 0; i < 300; ++i) {
+    StepShape shape;
+    shape.add_rows(false, 100, 1 + int64_t(rng() % 4));
+    shape.add_rows(true, int64_t(rng() % 1000), 1 + int64_t(rng() % 500));
+    // Prompt rows seem to save time (noise): their terms are learnt negative, counted as 0.
+    model.observe(shape, 0.004 + 0.0005 * double(shape.decode_rows) -
+                             2e-6 * double(shape.prompt_rows) - 1e-12 * shape.attended);
+  }
+  ASSERT_TRUE(model.known());
+  StepShape base;
+  base.add_rows(false, 100, 4);
+  // The engine asks with the time the step already takes (its share of a spent budget).
+  const double spent = model.predict(base);
+  EXPECT_EQ(model.prompt_rows_within(base, 0, spent, 500), 1);
+  EXPECT_EQ(model.prompt_rows_within(base, 0, spent + 1.0, 500), 500);  // room: all it has
+}
+
 TEST(StepTimeModelTest, LearnsALinearCostAndSizesRowsToABudget) {
   // 2 ms a step, 0.5 ms a decode row, 1 ms a prompt row, 40 ns an attended position.
   auto cost = [](const StepShape& s) {

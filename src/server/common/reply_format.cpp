@@ -41,7 +41,11 @@ std::string format_type(const json& format, const std::string& path, const char*
 
 }  // namespace
 
-ReplyFormat parse_response_format(const json& format, const std::string& path) {
+namespace {
+
+// OpenAI's two shapes differ only in where the json_schema's fields sit: in a "json_schema"
+// object (chat, completions) or beside "type" (Responses).
+ReplyFormat parse_openai_format(const json& format, const std::string& path, bool nested) {
   const std::string type = format_type(format, path, "text, json_object or json_schema");
   ReplyFormat out;
   out.path = path;
@@ -52,31 +56,24 @@ ReplyFormat parse_response_format(const json& format, const std::string& path) {
     return out;
   }
   if (type != "json_schema") bad_field(path + ".type", "must be text, json_object or json_schema");
-  const json& spec = required_field(format, "json_schema", path + ".json_schema");
-  if (!spec.is_object()) bad_field(path + ".json_schema", "must be an object");
+  const std::string spec_path = nested ? path + ".json_schema" : path;
+  const json& spec = nested ? required_field(format, "json_schema", spec_path) : format;
+  if (!spec.is_object()) bad_field(spec_path, "must be an object");
   out.kind = ReplyFormat::Kind::kJsonSchema;
-  out.schema = schema_object(spec, path + ".json_schema");
-  out.name = optional_name(spec, path + ".json_schema");
-  out.strict = optional_strict(spec, path + ".json_schema");
+  out.schema = schema_object(spec, spec_path);
+  out.name = optional_name(spec, spec_path);
+  out.strict = optional_strict(spec, spec_path);
   return out;
 }
 
+}  // namespace
+
+ReplyFormat parse_response_format(const json& format, const std::string& path) {
+  return parse_openai_format(format, path, true);
+}
+
 ReplyFormat parse_responses_text_format(const json& format, const std::string& path) {
-  const std::string type = format_type(format, path, "text, json_object or json_schema");
-  ReplyFormat out;
-  out.path = path;
-  if (type == "text") return out;
-  if (type == "json_object") {
-    out.kind = ReplyFormat::Kind::kJsonObject;
-    out.schema = any_object();
-    return out;
-  }
-  if (type != "json_schema") bad_field(path + ".type", "must be text, json_object or json_schema");
-  out.kind = ReplyFormat::Kind::kJsonSchema;
-  out.schema = schema_object(format, path);
-  out.name = optional_name(format, path);
-  out.strict = optional_strict(format, path);
-  return out;
+  return parse_openai_format(format, path, false);
 }
 
 ReplyFormat parse_anthropic_output_format(const json& format, const std::string& path) {
