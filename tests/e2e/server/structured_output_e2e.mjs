@@ -27,8 +27,11 @@ const Anthropic = require("@anthropic-ai/sdk");
 const MAX_TOKENS = 256;
 const KEY = "structured";
 
+let serverProcess = null;  // stopped on every way out, a failure included
+
 function fail(message) {
   console.error("FAIL: " + message);
+  if (serverProcess) serverProcess.kill("SIGTERM");
   process.exit(1);
 }
 
@@ -61,6 +64,7 @@ async function serve(model) {
   const proc = spawn(qmlx, ["serve", "--model", model, "--port", String(port), "--api-key", KEY],
                      { env: { ...process.env, QMLX_HOME: path.join(work, "home") },
                        stdio: ["ignore", log, log] });
+  serverProcess = proc;
   for (let i = 0; i < 600; ++i) {
     if (proc.exitCode !== null) fail("qmlx serve exited: see " + path.join(work, "serve.log"));
     try {
