@@ -8,7 +8,6 @@
 namespace qmlx::server {
 namespace {
 
-constexpr std::string_view kReasoningEnd = "</think>";
 // What the templates put between the reasoning and the reply.
 constexpr std::string_view kAfterReasoning = "\n\n";
 // The reply's share of max_tokens kept free of reasoning, and its cap.
@@ -20,7 +19,10 @@ constexpr int kMaxReplyReserve = 1024;
 ReplyConstraint::ReplyConstraint(std::shared_ptr<const grammar::TokenMaskTables> tables,
                                  std::string_view rendered_prompt, int max_tokens,
                                  const Tokenizer& tokenizer, std::optional<int32_t> tool_call_open)
-    : tokenizer_(tokenizer), tables_(std::move(tables)), tool_call_open_(tool_call_open) {
+    : tokenizer_(tokenizer),
+      tables_(std::move(tables)),
+      reasoning_end_(tokenizer),
+      tool_call_open_(tool_call_open) {
   if (!tables_) return;
   matcher_ = std::make_unique<grammar::GrammarMatcher>(tables_);
   if (prompt_ends_inside_think(rendered_prompt)) {
@@ -41,7 +43,7 @@ std::optional<int32_t> ReplyConstraint::forced_token(int generated) {
   if (phase_ == Phase::kReasoning && generated >= close_reasoning_at_) {
     // Closed in time: the reply needs its reserve. The text already written may end inside a
     // partial `</think>`; the whole tag is forced anyway (the parser reads the first one).
-    start_forcing(std::string(kReasoningEnd) + std::string(kAfterReasoning));
+    start_forcing(std::string(kReasoningEndTag) + std::string(kAfterReasoning));
   }
   if (phase_ != Phase::kForcing) return std::nullopt;
   const int32_t token = forced_.front();
@@ -75,14 +77,7 @@ void ReplyConstraint::observe(int32_t token) {
   if (!matcher_) return;
   switch (phase_) {
     case Phase::kReasoning:
-      // By text, not by id: `</think>` may be one special token or several ordinary ones.
-      reasoning_tail_ += tokenizer_.token_bytes(token);
-      if (reasoning_tail_.find(kReasoningEnd) != std::string::npos) {
-        reasoning_tail_.clear();
-        start_forcing(kAfterReasoning);
-      } else if (reasoning_tail_.size() > kReasoningEnd.size()) {
-        reasoning_tail_.erase(0, reasoning_tail_.size() - kReasoningEnd.size());
-      }
+      if (reasoning_end_.seen_after(token)) start_forcing(kAfterReasoning);
       return;
     case Phase::kForcing:
       if (forced_.empty()) phase_ = Phase::kGrammar;

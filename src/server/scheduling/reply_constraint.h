@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "grammar/grammar_matcher.h"
+#include "server/scheduling/reasoning_end.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace qmlx::server {
@@ -56,13 +57,13 @@ class ReplyConstraint {
 
   const Tokenizer& tokenizer_;
   std::shared_ptr<const grammar::TokenMaskTables> tables_;
+  ReasoningEnd reasoning_end_;
   std::unique_ptr<grammar::GrammarMatcher> matcher_;
   Phase phase_ = Phase::kGrammar;
   int close_reasoning_at_ = 0;  // generated tokens after which reasoning is closed
   std::optional<int32_t> tool_call_open_;
   bool at_reply_start_ = true;  // no token of the grammar's part taken yet
   std::deque<int32_t> forced_;
-  std::string reasoning_tail_;
   std::vector<uint64_t> bits_;
   std::vector<float> masked_;
   int64_t refused_ = 0;

@@ -3,8 +3,6 @@
 namespace qmlx::server {
 namespace {
 
-constexpr std::string_view kReasoningEnd = "</think>";
-
 bool tool_call_is_mandatory(const GenerationRequest& request) {
   return request.route != Route::kCompletions && !request.tools.empty() &&
          (request.tool_choice == ToolChoiceMode::kRequired ||
@@ -31,7 +29,7 @@ std::string forced_tool_call_opening(const GenerationRequest& request, ToolCallF
 ToolChoiceConstraint::ToolChoiceConstraint(const GenerationRequest& request,
                                            std::string_view rendered_prompt, ToolCallFormat format,
                                            const Tokenizer& tokenizer)
-    : tokenizer_(tokenizer) {
+    : reasoning_end_(tokenizer) {
   std::string opening = forced_tool_call_opening(request, format);
   if (opening.empty()) return;
   std::vector<int32_t> ids = tokenizer.encode(opening, true);
@@ -50,14 +48,7 @@ std::optional<int32_t> ToolChoiceConstraint::forced_token() {
 
 void ToolChoiceConstraint::observe(int32_t token) {
   if (phase_ != Phase::kAwaitReasoningEnd) return;
-  // By text, not by id: `</think>` may be one special token or several ordinary ones.
-  reasoning_tail_ += tokenizer_.token_bytes(token);
-  if (reasoning_tail_.find(kReasoningEnd) != std::string::npos) {
-    phase_ = Phase::kForcing;
-    reasoning_tail_.clear();
-  } else if (reasoning_tail_.size() > kReasoningEnd.size()) {
-    reasoning_tail_.erase(0, reasoning_tail_.size() - kReasoningEnd.size());
-  }
+  if (reasoning_end_.seen_after(token)) phase_ = Phase::kForcing;
 }
 
 }  // namespace qmlx::server

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "server/common/generation_request.h"
+#include "server/scheduling/reasoning_end.h"
 #include "text/output/output_format.h"
 #include "text/tokenizer/tokenizer.h"
 
@@ -43,10 +44,9 @@ class ToolChoiceConstraint {
  private:
   enum class Phase { kOff, kAwaitReasoningEnd, kForcing, kDone };
 
-  const Tokenizer& tokenizer_;
+  ReasoningEnd reasoning_end_;
   Phase phase_ = Phase::kOff;
   std::deque<int32_t> forced_;
-  std::string reasoning_tail_;  // the reply's last bytes while waiting for `</think>`
 };
 
 }  // namespace qmlx::server
