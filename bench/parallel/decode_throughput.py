@@ -85,4 +85,5 @@ def main():
         run(a.qmlx, a.model, c, a.tokens, a.threads)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -19,8 +19,11 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tests/e2e"))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "../../tests/e2e"))
+sys.path.insert(0, os.path.join(here, "../parallel"))
 from e2e_support import free_port  # noqa: E402
+from decode_throughput import stream  # noqa: E402  (a streamed completion's arrival times)
 
 KEY = "bench"
 
@@ -39,21 +42,9 @@ def request(port, method, path, body=None, timeout=600):
 
 def decode_rate(port, tokens):
     """Streams one completion; tokens per second between its first and last token."""
-    body = {"stream": True, "temperature": 0, "max_tokens": tokens,
-            "prompt": "Once upon a time, in a city by the sea, there lived"}
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    conn.request("POST", "/v1/completions", json.dumps(body),
-                 {"Content-Type": "application/json", "Authorization": "Bearer " + KEY})
-    res = conn.getresponse()
-    times = []
-    for raw in res:
-        line = raw.decode().strip()
-        if not line.startswith("data: ") or line == "data: [DONE]":
-            continue
-        chunk = json.loads(line[6:])
-        if chunk.get("choices") and chunk["choices"][0].get("text"):
-            times.append(time.monotonic())
-    conn.close()
+    arrivals = []
+    stream(port, "Once upon a time, in a city by the sea, there lived", tokens, arrivals)
+    times = arrivals[0]
     if len(times) < 8:
         sys.exit("the model stopped after %d tokens: use a model that keeps talking" % len(times))
     return (len(times) - 1) / (times[-1] - times[0])
