@@ -18,6 +18,9 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tests/e2e"))
+from e2e_support import free_port  # noqa: E402
+
 
 def prompt_ids(length, seed):
     # The same stream as bench/peer/prompt_streams.mjs promptOf (an LCG over 256 ids).
@@ -26,12 +29,6 @@ def prompt_ids(length, seed):
         seed = (seed * 1103515245 + 12345) % 2147483648
         ids.append(seed % 256)
     return ids
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main():

@@ -14,12 +14,20 @@ def fail(message):
     sys.exit(1)
 
 
+_given_ports = set()
+
+
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A free loopback port, never one this process was given before (the kernel can hand the
+    same free port to two calls in a row; free_ports.sh says the same for the shell scripts)."""
+    while True:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        if port not in _given_ports:
+            _given_ports.add(port)
+            return port
 
 
 def wait_healthy(port, process, log_path):

@@ -6,7 +6,7 @@ server_pid=""
 fail() { echo "FAIL: $*" >&2; exit 1; }
 cleanup() { [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null || true; }
 trap cleanup EXIT
-free_port() { $py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$(dirname "${BASH_SOURCE[0]}")/../free_ports.sh"  # free_port
 
 wait_healthy() {  # wait_healthy PORT PID LOG: until /health answers 200 (fails if PID exits)
   for _ in $(seq 1 300); do

@@ -14,7 +14,7 @@ rm -rf "$work"
 mkdir -p "$work"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+source "$here/../free_ports.sh"  # free_port
 
 server_pid=""
 cleanup() { [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null || true; }
