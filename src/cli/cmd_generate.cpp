@@ -65,7 +65,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
 double per_second(size_t n, double ms) { return ms > 0 ? 1000.0 * double(n) / ms : 0.0; }
 
 struct Options {
-  std::string model, tokens, prompt, logits_out, kv_dtype = "f32";
+  std::string model, tokens, prompt, logits_out, kv_dtype = "f32", device = "cpu";
   int max_tokens = 16, top_logprobs = 0, threads = 0;
   bool json = false, stop_at_eos = false;
   SamplingParams sampling;
@@ -104,6 +104,8 @@ int run_generate(int argc, char** argv) {
   app.add_option("--seed", o.sampling.seed, "sampling seed");
   app.add_option("--top-logprobs", o.top_logprobs, "report the K most likely tokens per step");
   app.add_option("--threads", o.threads, "worker threads (default: all cores)");
+  app.add_option("--device", o.device,
+                 "Where the forward pass runs: cpu (default), vulkan (the first Vulkan device that can run it, a discrete GPU before an integrated one or lavapipe) or vulkan:N (qmlx devices lists them)");
   app.add_option("--kv-cache-dtype,--kv-dtype", o.kv_dtype,
                  "K/V cache storage: f32 (default here: exact, what the oracle tests compare) | "
                  "bf16 (serve's default) | int8 (codes + a float32 scale per row and head: "
@@ -128,10 +130,13 @@ int run_generate(int argc, char** argv) {
   if (o.model.empty()) o.model = ensure_demo_model();
 
   auto load_start = Clock::now();
-  std::shared_ptr<const Model> model = Model::load(o.model);
+  ModelLoadOptions load_options;
+  load_options.device = o.device;
+  std::shared_ptr<const Model> model = Model::load(o.model, {}, load_options);
   const double load_ms = ms_since(load_start);
   log_info("loaded " + o.model + ": " + std::to_string(model->weights().matrix_bytes() >> 20) +
-           " MiB of weights, resident " + std::to_string(current_rss_bytes() >> 20) + " MiB");
+           " MiB of weights, resident " + std::to_string(current_rss_bytes() >> 20) + " MiB" +
+           (model->device() ? ", forward pass on " + model->backend_description() : ""));
   const int draft_tokens = speculative_tokens(o, *model);
 
   std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(o.model);

@@ -106,6 +106,9 @@ void describe_config(const ModelConfig& c, IdentityWriter& out) {
 std::string model_identity(const Model& model) {
   IdentityWriter out;
   describe_config(model.config(), out);
+  // The arithmetic: the CPU kernels, or a device's kernels with its driver (a checkpoint made
+  // by one is not continued by the other; their rounding differs).
+  out.field("backend", model.backend_description());
   const ModelWeights& w = model.weights();
   out.matrix("embed", w.embed);
   out.matrix("head", w.head);

@@ -1,7 +1,6 @@
 #include "engine/session.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "base/error.h"
 #include "engine/batch_engine.h"
@@ -159,15 +158,13 @@ void Session::check_kv_range(int a, int64_t begin, int64_t end) const {
 void Session::read_kv_rows(int a, int64_t begin, int64_t end, uint8_t* k_out,
                            uint8_t* v_out) const {
   check_kv_range(a, begin, end);
-  const size_t row = state_.kv_row_bytes, bytes = size_t(end - begin) * row;
-  std::memcpy(k_out, state_.kv[a].k.data() + size_t(begin) * row, bytes);
-  std::memcpy(v_out, state_.kv[a].v.data() + size_t(begin) * row, bytes);
+  model_->read_kv_rows(state_, a, begin, end, k_out, v_out);
 }
 
 void Session::read_recurrent(int r, float* conv_out, float* ssm_out) const {
-  const RecurrentState& s = state_.recurrent.at(r);
-  std::copy(s.conv.begin(), s.conv.end(), conv_out);
-  std::copy(s.ssm.begin(), s.ssm.end(), ssm_out);
+  if (r < 0 || size_t(r) >= state_.recurrent.size())
+    throw Error("recurrent layer " + std::to_string(r) + " is out of range");
+  model_->read_recurrent(state_, r, conv_out, ssm_out);
 }
 
 void Session::reset(int64_t position) {
@@ -182,15 +179,13 @@ void Session::reset(int64_t position) {
 
 void Session::write_kv_rows(int a, int64_t begin, int64_t end, const uint8_t* k, const uint8_t* v) {
   check_kv_range(a, begin, end);
-  const size_t row = state_.kv_row_bytes, bytes = size_t(end - begin) * row;
-  std::memcpy(state_.kv[a].k.data() + size_t(begin) * row, k, bytes);
-  std::memcpy(state_.kv[a].v.data() + size_t(begin) * row, v, bytes);
+  model_->write_kv_rows(state_, a, begin, end, k, v);
 }
 
 void Session::write_recurrent(int r, const float* conv, const float* ssm) {
-  RecurrentState& s = state_.recurrent.at(r);
-  std::copy(conv, conv + s.conv.size(), s.conv.begin());
-  std::copy(ssm, ssm + s.ssm.size(), s.ssm.begin());
+  if (r < 0 || size_t(r) >= state_.recurrent.size())
+    throw Error("recurrent layer " + std::to_string(r) + " is out of range");
+  model_->write_recurrent(state_, r, conv, ssm);
 }
 
 void Session::set_logits(std::span<const float> logits) {

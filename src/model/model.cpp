@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "base/error.h"
@@ -109,16 +110,23 @@ void tile_and_page_in(ModelWeights& weights, const std::vector<MappedBytes>& ten
 
 }  // namespace
 
-std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgress& progress) {
+std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgress& progress,
+                                         const ModelLoadOptions& options) {
   keep_large_buffers_for_reuse();
   auto model = std::shared_ptr<Model>(new Model());
   model->directory_ = dir;
+  const bool on_cpu = options.device.empty() || options.device == "cpu";
+  // On a device the upload reads every tensor once, and the CPU's decode tiles are not needed.
+  auto read_in = [&](const std::vector<MappedBytes>& tensors) {
+    if (on_cpu) return tile_and_page_in(model->weights_, tensors, progress);
+    model->device_ = make_device_forward(options.device, model->config_, model->weights_, progress);
+  };
   if (is_gguf_path(dir)) {
     auto file = std::make_shared<GgufFile>(dir);
     model->config_ = gguf_model_config(*file);
     model->weights_ = load_gguf_weights(*file, model->config_);
     file->release_metadata();
-    tile_and_page_in(model->weights_, tensors_in_file_order(*file), progress);
+    read_in(tensors_in_file_order(*file));
     model->gguf_ = std::move(file);
     return model;
   }
@@ -136,8 +144,12 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
       model->weights_ = load_qwen3_weights(*model->store_, model->config_);
       break;
   }
-  tile_and_page_in(model->weights_, tensors_in_file_order(*model->store_), progress);
+  read_in(tensors_in_file_order(*model->store_));
   return model;
+}
+
+std::string Model::backend_description() const {
+  return device_ ? device_->description() : "cpu";
 }
 
 ModelState Model::state_without_layers(KvType kv_type) const {
@@ -150,9 +162,12 @@ ModelState Model::state_without_layers(KvType kv_type) const {
 ModelState Model::new_state(KvType kv_type) const {
   const auto& c = config_;
   ModelState s = state_without_layers(kv_type);
+  if (device_) s.device = device_->new_sequence(kv_type);
   for (int l = 0; l < c.num_layers; ++l) {
     if (c.is_full_attention(l)) {
       s.kv.emplace_back();
+    } else if (device_) {
+      s.recurrent.emplace_back();
     } else {
       RecurrentState r;
       r.conv.assign(size_t(c.conv_kernel - 1) * c.conv_channels(), 0.f);
@@ -163,14 +178,49 @@ ModelState Model::new_state(KvType kv_type) const {
   return s;
 }
 
+void Model::check_token(int32_t id) const {
+  if (id < 0 || id >= config_.vocab_size)
+    throw Error("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                std::to_string(config_.vocab_size) + ")");
+}
+
 void Model::embed(std::span<const int32_t> tokens, float* out) const {
   const int H = config_.hidden_size;
   for (size_t t = 0; t < tokens.size(); ++t) {
-    if (tokens[t] < 0 || tokens[t] >= config_.vocab_size)
-      throw Error("token id " + std::to_string(tokens[t]) + " is outside the vocabulary [0, " +
-                  std::to_string(config_.vocab_size) + ")");
+    check_token(tokens[t]);
     dequantize_rows(weights_.embed, tokens[t], tokens[t] + 1, out + t * H);
   }
+}
+
+void Model::read_kv_rows(const ModelState& state, int a, int64_t begin, int64_t end, uint8_t* k,
+                         uint8_t* v) const {
+  if (state.device) return device_->read_kv_rows(state, a, begin, end, k, v);
+  const size_t row = state.kv_row_bytes, bytes = size_t(end - begin) * row;
+  std::memcpy(k, state.kv[a].k.data() + size_t(begin) * row, bytes);
+  std::memcpy(v, state.kv[a].v.data() + size_t(begin) * row, bytes);
+}
+
+void Model::write_kv_rows(ModelState& state, int a, int64_t begin, int64_t end, const uint8_t* k,
+                          const uint8_t* v) const {
+  if (state.device) return device_->write_kv_rows(state, a, begin, end, k, v);
+  const size_t row = state.kv_row_bytes, bytes = size_t(end - begin) * row;
+  state.kv[a].ensure_rows(end, row);
+  std::memcpy(state.kv[a].k.data() + size_t(begin) * row, k, bytes);
+  std::memcpy(state.kv[a].v.data() + size_t(begin) * row, v, bytes);
+}
+
+void Model::read_recurrent(const ModelState& state, int r, float* conv, float* ssm) const {
+  if (state.device) return device_->read_recurrent(state, r, conv, ssm);
+  const RecurrentState& s = state.recurrent.at(size_t(r));
+  std::copy(s.conv.begin(), s.conv.end(), conv);
+  std::copy(s.ssm.begin(), s.ssm.end(), ssm);
+}
+
+void Model::write_recurrent(ModelState& state, int r, const float* conv, const float* ssm) const {
+  if (state.device) return device_->write_recurrent(state, r, conv, ssm);
+  RecurrentState& s = state.recurrent.at(size_t(r));
+  std::copy(conv, conv + s.conv.size(), s.conv.begin());
+  std::copy(ssm, ssm + s.ssm.size(), s.ssm.begin());
 }
 
 void Model::forward(std::span<const int32_t> tokens, ModelState& state, float* last_logits,
@@ -194,6 +244,9 @@ void Model::check_batch(std::span<const BatchSegment> segments) const {
     if (!state) throw Error(which + " has no state");
     if (state->kv.size() != attention_layers || state->recurrent.size() != recurrent_layers)
       throw Error(which + "'s state is not one of this model's states (Model::new_state)");
+    if (bool(state->device) != bool(device_))
+      throw Error(which + "'s state lives on " + (state->device ? "a device" : "the host") +
+                  ", the model on " + backend_description());
     for (size_t j = 0; j < i; ++j)
       if (segments[j].state == state)
         throw Error(which + " shares its state with segment " + std::to_string(j));
@@ -218,6 +271,13 @@ void Model::forward_batch(std::span<const BatchSegment> segments,
     rows.kind = s->kind;
     rows.state = s->state;
     sequences.push_back(rows);
+  }
+  if (device_) {
+    for (const BatchSegment* s : order)
+      for (int32_t id : s->tokens) check_token(id);
+    device_->forward(order);
+    for (const BatchSegment* s : order) s->state->position += int64_t(s->tokens.size());
+    return;
   }
   const RaggedRows rows = ragged_rows(std::move(sequences), c);
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "model/config.h"
+#include "model/device_forward.h"
 #include "model/layers.h"
 #include "model/model_state.h"
 #include "model/row_kind.h"
@@ -23,6 +24,12 @@ class GgufFile;
 // Told how far Model::load has got reading the weights in: bytes read of the total. It is
 // called with 0 first, never with less than before, and last with the total.
 using LoadProgress = std::function<void(uint64_t bytes_done, uint64_t bytes_total)>;
+
+// Where the forward pass runs: "cpu" (the kernels on the CPU cores) or a device
+// ("vulkan", "vulkan:N"; model/device_forward.h).
+struct ModelLoadOptions {
+  std::string device = "cpu";
+};
 
 struct ForwardOptions {
   DeltaRuleForm delta_rule = DeltaRuleForm::kAuto;
@@ -50,12 +57,20 @@ class Model {
   // The tensors are then read into memory (the page cache behind the mapping), so loading,
   // not the first request, pays for the disk; `progress` hears about that part, which is
   // nearly all of the time on a real model.
+  // With a device in `options`, every weight is then uploaded to it (progress counts those
+  // bytes) and the forward pass and sequence states live there.
   static std::shared_ptr<const Model> load(const std::string& dir,
-                                           const LoadProgress& progress = {});
+                                           const LoadProgress& progress = {},
+                                           const ModelLoadOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   const std::string& directory() const { return directory_; }
+  // The device the forward pass runs on, null on the CPU.
+  const DeviceForward* device() const { return device_.get(); }
+  // "cpu", or the device's description (DeviceForward::description): for logs and the cache
+  // fingerprint.
+  std::string backend_description() const;
 
   // An empty state (position 0) with K/V rows stored as kv_type.
   ModelState new_state(KvType kv_type) const;
@@ -75,8 +90,19 @@ class Model {
   void forward_batch(std::span<const BatchSegment> segments,
                      const ForwardOptions& options = {}) const;
 
-  // Multi-token prediction (the checkpoint's `mtp.*` head; model-spec and mtp_head.cpp).
-  bool has_mtp() const { return weights_.mtp.has_value(); }
+  // A sequence's K/V rows [begin, end) of attention layer `a` (state.kv_row_bytes each) and the
+  // conv and SSM state of recurrent layer `r`, copied out of or into the state wherever it
+  // lives (host memory, or the device's). The caller checks the ranges; writes make room.
+  void read_kv_rows(const ModelState& state, int a, int64_t begin, int64_t end, uint8_t* k,
+                    uint8_t* v) const;
+  void write_kv_rows(ModelState& state, int a, int64_t begin, int64_t end, const uint8_t* k,
+                     const uint8_t* v) const;
+  void read_recurrent(const ModelState& state, int r, float* conv, float* ssm) const;
+  void write_recurrent(ModelState& state, int r, const float* conv, const float* ssm) const;
+
+  // Multi-token prediction (the checkpoint's `mtp.*` head; model-spec and mtp_head.cpp). Not
+  // on a device yet: the head is then unavailable, and mtp_unavailable_reason says why.
+  bool has_mtp() const { return weights_.mtp.has_value() && !device_; }
   // True when the checkpoint has part of an MTP head that was dropped at load, incomplete or
   // malformed (optional_parts.h): asking for multi-token prediction then is an error, not a
   // quiet fallback.
@@ -104,6 +130,8 @@ class Model {
   Model() = default;
   // Position 0, no layers yet; K/V rows of kv_type.
   ModelState state_without_layers(KvType kv_type) const;
+  // Throws qmlx::Error for an id outside the vocabulary.
+  void check_token(int32_t id) const;
   void embed(std::span<const int32_t> tokens, float* out) const;
   // Throws qmlx::Error unless every segment has a state of this model, none shared.
   void check_batch(std::span<const BatchSegment> segments) const;
@@ -113,6 +141,7 @@ class Model {
   std::unique_ptr<TensorStore> store_;
   std::shared_ptr<const GgufFile> gguf_;  // the mapping GGUF weights point into
   ModelWeights weights_;
+  std::unique_ptr<DeviceForward> device_;
 };
 
 }  // namespace qmlx

@@ -5,12 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "base/growable_bytes.h"
 #include "kernels/kv_row.h"
 
 namespace qmlx {
+
+class DeviceSequence;
 
 struct KvCache {
   // capacity rows * row_bytes; rows [0, position) are valid. Grown in place (no copy) and
@@ -41,6 +44,10 @@ struct ModelState {
   size_t kv_row_bytes = 0;
   std::vector<KvCache> kv;                // one per full-attention layer, in layer order
   std::vector<RecurrentState> recurrent;  // one per Gated DeltaNet layer, in layer order
+  // Set when the model runs on a device (model/device_forward.h): the K/V rows and recurrent
+  // state are there, and kv and recurrent above only count the layers (their arrays stay
+  // empty). Copies of the state share it.
+  std::shared_ptr<DeviceSequence> device;
 };
 
 }  // namespace qmlx

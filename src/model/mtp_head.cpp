@@ -17,6 +17,8 @@ namespace qmlx {
 
 std::string Model::mtp_unavailable_reason() const {
   if (has_mtp()) return "";
+  if (weights_.mtp && device_)
+    return "multi-token prediction does not run on " + device_->description() + " yet";
   if (mtp_dropped())
     return "the model's MTP head is " + weights_.mtp_dropped + " and was not loaded";
   return "the model has no MTP head";

@@ -268,6 +268,9 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
   app.add_option("--threads", options.threads, "Compute threads (0 = all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--device", options.device,
+                 "Where the forward pass runs: cpu (default), vulkan (the first Vulkan device that can run it, a discrete GPU before an integrated one or lavapipe) or vulkan:N (qmlx devices lists them)")
+      ->capture_default_str();
   std::string kv_cache_dtype = dtype_name(options.kv_cache_dtype);
   app.add_option("--kv-cache-dtype", kv_cache_dtype,
                  "K/V cache storage: bf16, or int8 (codes + a float32 scale per row and head: "

@@ -57,6 +57,7 @@ struct ServerOptions {
   std::string api_key;                  // empty: any non-empty key is accepted
   int threads = 0;                      // 0: all cores
   DType kv_cache_dtype = DType::kBF16;  // how Sessions store K/V rows (--kv-cache-dtype)
+  std::string device = "cpu";           // where the forward pass runs (--device)
   // MTP draft tokens per decode step (--speculative mtp[:k], --speculative-config); 0: off.
   int speculative_tokens = 0;
   SamplingDefaults sampling;

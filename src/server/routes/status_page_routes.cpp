@@ -65,7 +65,7 @@ json server_json(State& state, const std::shared_ptr<const ModelRuntime>& runtim
   const double uptime =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - state.started).count();
   json server = {{"uptime_seconds", std::llround(uptime)},
-                 {"backend", "cpu"},
+                 {"backend", runtime ? runtime->backend : std::string("cpu")},
                  {"kv_cache_dtype", dtype_name(o.kv_cache_dtype)},
                  {"show_text", o.ui_show_text},
                  {"ready", runtime != nullptr}};

@@ -208,10 +208,16 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
                                                  const ServerOptions& options) {
   log_info("loading model from " + model_dir);
   ProgressDisplay progress = weights_progress(options);
+  ModelLoadOptions load_options;
+  load_options.device = options.device;
   std::shared_ptr<const Model> model = Model::load(
-      model_dir, [&progress](uint64_t done, uint64_t total) { progress.update(done, total); });
+      model_dir, [&progress](uint64_t done, uint64_t total) { progress.update(done, total); },
+      load_options);
   progress.finish();
   log_info("loaded weights (" + std::to_string(current_rss_bytes() >> 20) + " MiB resident)");
+  if (const DeviceForward* device = model->device())
+    log_info("forward pass on " + device->description() + ": " +
+             std::to_string(device->weight_bytes() >> 20) + " MiB of weights in device memory");
   // First, so a request the model cannot serve ends the start before anything else loads.
   const SpeculativeOptions speculative = speculative_options(*model, options);
   std::shared_ptr<const Tokenizer> tokenizer = Tokenizer::from_file(model_dir);
@@ -226,6 +232,7 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
   if (folder.empty()) folder = fs::path(model_dir).lexically_normal().parent_path().filename();
   runtime->model_id = options.model_id.empty() ? folder : options.model_id;
   runtime->architecture = model->config().model_type;
+  runtime->backend = model->backend_description();
   runtime->description = describe_layers(model->config());
   runtime->context_length = context_length_of(model_dir);
   runtime->identity = model_identity(*model);

@@ -1,0 +1,71 @@
+// DeviceForward: the decoder stack run on a compute device other than the CPU cores. Where the
+// backend ends and the model begins: the backend (src/backend/vulkan) knows operations and
+// buffers, no model; an implementation of this interface (model/vulkan/) records the model's
+// forward pass from those operations, as layers.h writes it from the CPU kernels.
+//
+// A Model loaded for a device owns one; its sequences' K/V rows and recurrent state then live
+// in device memory (a DeviceSequence in ModelState::device), and whoever exports or imports a
+// sequence (the engine's Session, for the cache) goes through Model::read_kv_rows & co.,
+// which copy between the device and the host. The host arrays of such a state stay empty.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "kernels/kv_row.h"
+
+namespace qmlx {
+
+struct BatchSegment;
+struct ModelConfig;
+struct ModelState;
+struct ModelWeights;
+
+// One sequence's state on a device; what it holds is the implementation's.
+class DeviceSequence {
+ public:
+  virtual ~DeviceSequence() = default;
+};
+
+class DeviceForward {
+ public:
+  virtual ~DeviceForward() = default;
+
+  // The device, its driver and the kernel variants in use, e.g. "vulkan llvmpipe (LLVM 15.0.6,
+  // 256 bits) driver 0.0.1 mesa 22.3.6 exact-fma": logged at start and part of the cache
+  // fingerprint, so a checkpoint is installed only where the same arithmetic made it.
+  virtual std::string description() const = 0;
+  // Device memory the weights take.
+  virtual size_t weight_bytes() const = 0;
+
+  virtual std::shared_ptr<DeviceSequence> new_sequence(KvType kv_type) const = 0;
+
+  // Model::forward_batch's work for segments already checked (tokens, states), in row order:
+  // prompt segments first. Advances no positions (the Model does).
+  virtual void forward(std::span<const BatchSegment* const> segments) const = 0;
+
+  // Copies between a sequence's device state and the host, in ModelState's host layouts:
+  // K/V rows [begin, end) of attention layer `a` (kv_row_bytes each), the conv and SSM state of
+  // recurrent layer `r`. Writes make room for rows up to `end`.
+  virtual void read_kv_rows(const ModelState& state, int a, int64_t begin, int64_t end,
+                            uint8_t* k, uint8_t* v) const = 0;
+  virtual void write_kv_rows(ModelState& state, int a, int64_t begin, int64_t end,
+                             const uint8_t* k, const uint8_t* v) const = 0;
+  virtual void read_recurrent(const ModelState& state, int r, float* conv, float* ssm) const = 0;
+  virtual void write_recurrent(ModelState& state, int r, const float* conv,
+                               const float* ssm) const = 0;
+};
+
+// The forward pass on `device` ("vulkan" or "vulkan:N", backend/vulkan/device_selection.h),
+// with every weight uploaded now; `progress` hears bytes uploaded of the total. Throws
+// qmlx::Error naming what is missing: no such device (listing those found), a build without
+// the Vulkan backend, a weight format or model shape the device kernels do not run yet.
+std::unique_ptr<DeviceForward> make_device_forward(
+    const std::string& device, const ModelConfig& config, const ModelWeights& weights,
+    const std::function<void(uint64_t, uint64_t)>& progress);
+
+}  // namespace qmlx

@@ -1,0 +1,201 @@
+#include "model/vulkan/device_weights.h"
+
+#include <cstring>
+#include <string>
+
+#include "base/error.h"
+
+namespace qmlx::vulkan {
+namespace {
+
+// Host copies of some rows of a matrix, in its stored format (not tiled).
+struct RowSelection {
+  std::vector<uint8_t> data, scales, biases;
+  WeightMatrix view;
+};
+
+RowSelection select_rows(const WeightMatrix& w, const std::vector<int>& rows) {
+  RowSelection s;
+  const size_t row_bytes = w.row_bytes();
+  const size_t param_bytes = w.quantized() ? size_t(w.groups_per_row()) * scalar_size(w.scale_type)
+                                           : 0;
+  for (int r : rows) {
+    const uint8_t* d = w.data + size_t(r) * row_bytes;
+    s.data.insert(s.data.end(), d, d + row_bytes);
+    if (param_bytes) {
+      const uint8_t* sc = w.scales + size_t(r) * param_bytes;
+      const uint8_t* bi = w.biases + size_t(r) * param_bytes;
+      s.scales.insert(s.scales.end(), sc, sc + param_bytes);
+      s.biases.insert(s.biases.end(), bi, bi + param_bytes);
+    }
+  }
+  s.view = w;
+  s.view.rows = int(rows.size());
+  s.view.data = s.data.data();
+  s.view.scales = param_bytes ? s.scales.data() : nullptr;
+  s.view.biases = param_bytes ? s.biases.data() : nullptr;
+  return s;
+}
+
+// Rows [h * 2D + offset, + D) of every head h: one half of a gated q_proj.
+std::vector<int> head_halves(int heads, int D, int offset) {
+  std::vector<int> rows;
+  for (int h = 0; h < heads; ++h)
+    for (int d = 0; d < D; ++d) rows.push_back(h * 2 * D + offset + d);
+  return rows;
+}
+
+class Uploader {
+ public:
+  Uploader(Context& context, const std::function<void(uint64_t, uint64_t)>& progress,
+           uint64_t total)
+      : context_(context), progress_(progress), total_(total) {
+    if (progress_) progress_(0, total_);
+  }
+
+  DeviceMatrix matrix(const WeightMatrix& w) {
+    DeviceMatrix m = upload_matrix(context_, w);
+    advance(w.bytes());
+    bytes_ += m.data.size() + (m.scales ? m.scales.size() : 0) + (m.biases ? m.biases.size() : 0);
+    return m;
+  }
+  Buffer floats(const std::vector<float>& v) {
+    Buffer b = context_.create_buffer(v.size() * 4);
+    context_.upload(b, 0, v.data(), v.size() * 4);
+    advance(v.size() * 4);
+    bytes_ += b.size();
+    return b;
+  }
+  size_t bytes() const { return bytes_; }
+  void finish() {
+    if (progress_) progress_(total_, total_);
+  }
+
+ private:
+  void advance(uint64_t n) {
+    done_ = std::min(total_, done_ + n);
+    if (progress_) progress_(done_, total_);
+  }
+
+  Context& context_;
+  const std::function<void(uint64_t, uint64_t)>& progress_;
+  uint64_t total_, done_ = 0;
+  size_t bytes_ = 0;
+};
+
+void check_matrix(const WeightMatrix& w, const std::string& name) {
+  std::string why;
+  if (!device_matmul_supports(w, &why))
+    throw Error("--device vulkan: " + name + " is stored as " + why +
+                ", which the Vulkan kernels do not run yet (use --device cpu)");
+}
+
+// Every reason the device cannot run this model, found before any upload.
+void check_supported(const ModelConfig& c, const ModelWeights& weights) {
+  check_matrix(weights.embed, "the token embedding");
+  check_matrix(weights.head, "the LM head");
+  for (size_t l = 0; l < weights.layers.size(); ++l) {
+    const LayerWeights& layer = weights.layers[l];
+    const std::string at = "layer " + std::to_string(l) + "'s ";
+    if (layer.moe)
+      throw Error("--device vulkan: " + at +
+                  "MoE block does not run on the device yet (use --device cpu)");
+    if (layer.full_attention) {
+      const AttentionWeights& a = layer.attention;
+      for (const auto& [m, name] : {std::pair{&a.q, "q_proj"}, {&a.k, "k_proj"},
+                                    {&a.v, "v_proj"}, {&a.o, "o_proj"}})
+        check_matrix(*m, at + name);
+      if (c.head_dim % 16 != 0)
+        throw Error("--device vulkan: head size " + std::to_string(c.head_dim) +
+                    " is not a multiple of 16");
+    } else {
+      const DeltaNetWeights& d = layer.delta_net;
+      if (!d.out_heads.empty())
+        throw Error("--device vulkan: " + at +
+                    "out_proj keeps llama.cpp's tiled head order, which the device does not "
+                    "permute yet (use --device cpu)");
+      for (const auto& [m, name] : {std::pair{&d.qkv, "in_proj_qkv"}, {&d.z, "in_proj_z"},
+                                    {&d.b, "in_proj_b"}, {&d.a, "in_proj_a"},
+                                    {&d.out, "out_proj"}})
+        check_matrix(*m, at + name);
+    }
+    check_matrix(layer.mlp.gate, at + "mlp gate_proj");
+    check_matrix(layer.mlp.up, at + "mlp up_proj");
+    check_matrix(layer.mlp.down, at + "mlp down_proj");
+  }
+}
+
+uint64_t total_bytes(const ModelWeights& w) {
+  uint64_t total = w.embed.bytes() + (w.head.data == w.embed.data ? 0 : w.head.bytes());
+  total += w.final_norm.size() * 4;
+  for (const LayerWeights& l : w.layers) {
+    total += (l.input_norm.size() + l.post_norm.size()) * 4;
+    if (l.full_attention) {
+      const AttentionWeights& a = l.attention;
+      total += a.q.bytes() + a.k.bytes() + a.v.bytes() + a.o.bytes();
+      total += (a.q_norm.size() + a.k_norm.size()) * 4;
+    } else {
+      const DeltaNetWeights& d = l.delta_net;
+      total += d.qkv.bytes() + d.z.bytes() + d.b.bytes() + d.a.bytes() + d.out.bytes();
+      total += (d.conv.size() + d.dt_bias.size() + d.A.size() + d.norm.size()) * 4;
+    }
+    total += l.mlp.gate.bytes() + l.mlp.up.bytes() + l.mlp.down.bytes();
+  }
+  return total;
+}
+
+}  // namespace
+
+DeviceWeights upload_weights(Context& context, const ModelConfig& c, const ModelWeights& weights,
+                             const std::function<void(uint64_t, uint64_t)>& progress) {
+  check_supported(c, weights);
+  Uploader up(context, progress, total_bytes(weights));
+  DeviceWeights out;
+  out.embed = up.matrix(weights.embed);
+  out.tied = weights.head.data == weights.embed.data;
+  if (!out.tied) out.head = up.matrix(weights.head);
+  out.final_norm = up.floats(weights.final_norm);
+  const bool gated = c.hybrid();
+  for (const LayerWeights& l : weights.layers) {
+    DeviceLayer d;
+    d.full_attention = l.full_attention;
+    d.input_norm = up.floats(l.input_norm);
+    d.post_norm = up.floats(l.post_norm);
+    if (l.full_attention) {
+      const AttentionWeights& a = l.attention;
+      if (gated) {
+        const RowSelection q = select_rows(a.q, head_halves(c.num_heads, c.head_dim, 0));
+        const RowSelection g = select_rows(a.q, head_halves(c.num_heads, c.head_dim, c.head_dim));
+        d.attention.q = up.matrix(q.view);
+        d.attention.gate = up.matrix(g.view);
+      } else {
+        d.attention.q = up.matrix(a.q);
+      }
+      d.attention.k = up.matrix(a.k);
+      d.attention.v = up.matrix(a.v);
+      d.attention.o = up.matrix(a.o);
+      d.attention.q_norm = up.floats(a.q_norm);
+      d.attention.k_norm = up.floats(a.k_norm);
+    } else {
+      const DeltaNetWeights& n = l.delta_net;
+      d.delta_net.qkv = up.matrix(n.qkv);
+      d.delta_net.z = up.matrix(n.z);
+      d.delta_net.b = up.matrix(n.b);
+      d.delta_net.a = up.matrix(n.a);
+      d.delta_net.out = up.matrix(n.out);
+      d.delta_net.conv = up.floats(n.conv);
+      d.delta_net.dt_bias = up.floats(n.dt_bias);
+      d.delta_net.A = up.floats(n.A);
+      d.delta_net.norm = up.floats(n.norm);
+    }
+    d.mlp.gate = up.matrix(l.mlp.gate);
+    d.mlp.up = up.matrix(l.mlp.up);
+    d.mlp.down = up.matrix(l.mlp.down);
+    out.layers.push_back(std::move(d));
+  }
+  up.finish();
+  out.bytes = up.bytes();
+  return out;
+}
+
+}  // namespace qmlx::vulkan

@@ -1,0 +1,57 @@
+// The model's weights in device memory, uploaded once at load: every matrix in its stored format
+// (backend/vulkan/matmul.h), every norm and small vector as floats, laid out for the device
+// forward pass (vulkan_forward.cpp). One change of layout: a gated attention layer's q_proj,
+// whose rows are [q_h | gate_h] per head, is uploaded as two matrices (the q rows, the gate
+// rows), so each projection's output is contiguous for the per-head norm and the gate.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "backend/vulkan/matmul.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace qmlx::vulkan {
+
+struct DeviceAttention {
+  DeviceMatrix q, gate, k, v, o;  // gate only when gated
+  Buffer q_norm, k_norm;
+};
+
+struct DeviceDeltaNet {
+  DeviceMatrix qkv, z, b, a, out;
+  Buffer conv, dt_bias, A, norm;
+};
+
+struct DeviceMlp {
+  DeviceMatrix gate, up, down;
+};
+
+struct DeviceLayer {
+  bool full_attention = true;
+  Buffer input_norm, post_norm;
+  DeviceAttention attention;
+  DeviceDeltaNet delta_net;
+  DeviceMlp mlp;
+};
+
+struct DeviceWeights {
+  DeviceMatrix embed;
+  DeviceMatrix head;  // empty when tied: the head is `embed`
+  bool tied = false;
+  Buffer final_norm;
+  std::vector<DeviceLayer> layers;
+  size_t bytes = 0;  // device memory of all of the above
+
+  const DeviceMatrix& lm_head() const { return tied ? embed : head; }
+};
+
+// Throws qmlx::Error naming the first tensor the device cannot run (its format, or a layer kind
+// not on the device yet), before uploading anything. `progress` hears bytes uploaded of all.
+DeviceWeights upload_weights(Context& context, const ModelConfig& config,
+                             const ModelWeights& weights,
+                             const std::function<void(uint64_t, uint64_t)>& progress);
+
+}  // namespace qmlx::vulkan

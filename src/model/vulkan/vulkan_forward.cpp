@@ -1,0 +1,426 @@
+// The decoder stack on a Vulkan device (model/device_forward.h): the forward pass of layers.h
+// and model.cpp recorded from the backend's operations, one command buffer and one submission
+// per call, whatever the number of sequences and layers:
+//
+//   h = embed(ids)
+//   per layer: h += Mixer(RMSNorm_in(h)); h += MLP(RMSNorm_post(h))
+//     attention:  q, gate, k, v = projections; q, k normed per head and rotated; K/V rows stored
+//                 at each sequence's positions; causal attention over its cache; o * sigmoid(gate)
+//                 when gated; o_proj
+//     DeltaNet:   qkv, z, b, a = projections; causal conv + SiLU over each sequence's conv
+//                 state; q, k L2-normed; beta, g; the gated delta rule over its SSM state;
+//                 gated RMSNorm with z; out_proj
+//   logits = head(RMSNorm_final(h)) for the rows someone reads
+//
+// The projections and norms run over all rows of the batch at once; what reads or advances a
+// sequence's state (K/V store, attention, conv, delta rule) runs per sequence, on copies of its
+// rows when the batch holds several. Every operation computes a row the same way whatever else
+// shares the call, so a sequence's results do not depend on its batch or on how its prompt was
+// split (tests/model/vulkan_forward_test.cpp).
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include "backend/vulkan/attention.h"
+#include "backend/vulkan/causal_conv.h"
+#include "backend/vulkan/delta_gates.h"
+#include "backend/vulkan/elementwise.h"
+#include "backend/vulkan/embedding.h"
+#include "backend/vulkan/gated_delta.h"
+#include "backend/vulkan/kv_store.h"
+#include "backend/vulkan/l2_norm.h"
+#include "backend/vulkan/rms_norm.h"
+#include "backend/vulkan/rms_norm_gated.h"
+#include "backend/vulkan/rope.h"
+#include "base/error.h"
+#include "model/model.h"
+#include "model/vulkan/device_weights.h"
+#include "model/vulkan/vulkan_sequence.h"
+
+namespace qmlx {
+namespace vulkan {
+namespace {
+
+// Row positions the RoPE table covers at least, and grows by (doubling past it).
+constexpr int64_t kMinRopePositions = 4096;
+
+// One sequence's rows in the call.
+struct Span {
+  const BatchSegment* segment;
+  VulkanSequence* sequence;
+  int first = 0, count = 0;
+  int64_t position = 0;
+};
+
+// A buffer of at least `bytes`, reallocated (contents lost) when smaller.
+void ensure(Context& context, Buffer& buffer, size_t bytes) {
+  bytes = std::max<size_t>(bytes, 16);
+  if (!buffer || buffer.size() < bytes) buffer = context.create_buffer(bytes);
+}
+
+class VulkanForward final : public DeviceForward {
+ public:
+  VulkanForward(std::shared_ptr<Context> context, const ModelConfig& config, DeviceWeights weights)
+      : context_(std::move(context)), c_(config), w_(std::move(weights)) {
+    const DeviceInfo& info = context_->device_info();
+    description_ = "vulkan:" + std::to_string(info.index) + " " + info.name + " (" +
+                   info.driver_name + " " + info.driver_info + ", driver " +
+                   std::to_string(info.driver_version) + ", fma " +
+                   fma_mode_name(context_->fma_mode()) + ")";
+    for (const DeviceLayer& l : w_.layers) (l.full_attention ? attention_layers_ : delta_layers_)++;
+  }
+
+  std::string description() const override { return description_; }
+  size_t weight_bytes() const override { return w_.bytes; }
+
+  std::shared_ptr<DeviceSequence> new_sequence(KvType kv_type) const override {
+    std::lock_guard lock(mutex_);
+    auto s = std::make_shared<VulkanSequence>();
+    s->context = context_;
+    s->kv_type = kv_type;
+    s->row_bytes = size_t(c_.num_kv_heads) * kv_head_bytes(kv_type, c_.head_dim);
+    s->kv.resize(size_t(attention_layers_));
+    const size_t conv = size_t(c_.conv_kernel - 1) * c_.conv_channels() * 4;
+    const size_t ssm = size_t(c_.linear_value_heads) * c_.linear_value_dim * c_.linear_key_dim * 4;
+    for (int r = 0; r < delta_layers_; ++r) {
+      VulkanSequence::Recurrent state{context_->create_buffer(conv), context_->create_buffer(ssm)};
+      const std::vector<uint8_t> zeros(std::max(conv, ssm), 0);
+      context_->upload(state.conv, 0, zeros.data(), conv);
+      context_->upload(state.ssm, 0, zeros.data(), ssm);
+      s->recurrent.push_back(std::move(state));
+    }
+    return s;
+  }
+
+  void forward(std::span<const BatchSegment* const> segments) const override;
+
+  void read_kv_rows(const ModelState& state, int a, int64_t begin, int64_t end, uint8_t* k,
+                    uint8_t* v) const override {
+    std::lock_guard lock(mutex_);
+    const VulkanSequence& s = sequence(state);
+    const size_t offset = size_t(begin) * s.row_bytes, bytes = size_t(end - begin) * s.row_bytes;
+    context_->download(s.kv.at(size_t(a)).k, offset, k, bytes);
+    context_->download(s.kv.at(size_t(a)).v, offset, v, bytes);
+  }
+
+  void write_kv_rows(ModelState& state, int a, int64_t begin, int64_t end, const uint8_t* k,
+                     const uint8_t* v) const override {
+    std::lock_guard lock(mutex_);
+    VulkanSequence& s = sequence(state);
+    if (end > s.capacity) {
+      std::vector<Buffer> retired;
+      CommandRecorder recorder(*context_);
+      s.reserve(end, state.position, recorder, retired);
+      recorder.submit_and_wait();
+    }
+    const size_t offset = size_t(begin) * s.row_bytes, bytes = size_t(end - begin) * s.row_bytes;
+    context_->upload(s.kv.at(size_t(a)).k, offset, k, bytes);
+    context_->upload(s.kv.at(size_t(a)).v, offset, v, bytes);
+  }
+
+  void read_recurrent(const ModelState& state, int r, float* conv, float* ssm) const override {
+    std::lock_guard lock(mutex_);
+    const VulkanSequence::Recurrent& s = sequence(state).recurrent.at(size_t(r));
+    context_->download(s.conv, 0, conv, conv_bytes());
+    context_->download(s.ssm, 0, ssm, ssm_bytes());
+  }
+
+  void write_recurrent(ModelState& state, int r, const float* conv,
+                       const float* ssm) const override {
+    std::lock_guard lock(mutex_);
+    VulkanSequence::Recurrent& s = sequence(state).recurrent.at(size_t(r));
+    context_->upload(s.conv, 0, conv, conv_bytes());
+    context_->upload(s.ssm, 0, ssm, ssm_bytes());
+  }
+
+ private:
+  // Scratch buffers of one call, kept from call to call (grown when a call has more rows).
+  struct Scratch {
+    Buffer ids, positions, h, normed, delta;
+    Buffer q, gate, k, v, o, scores;            // attention
+    Buffer qkv, conv, z, b, a, delta_out;       // DeltaNet
+    Buffer mlp_gate, mlp_up;                    // MLP
+    Buffer head_in, logits;                     // LM head
+    Buffer seq_a, seq_b, seq_c, seq_pos;        // one sequence's rows, when the batch has more
+  };
+
+  static VulkanSequence& sequence(const ModelState& state) {
+    auto* s = dynamic_cast<VulkanSequence*>(state.device.get());
+    if (s == nullptr) throw Error("internal: a state without a Vulkan sequence");
+    return *s;
+  }
+  size_t conv_bytes() const { return size_t(c_.conv_kernel - 1) * c_.conv_channels() * 4; }
+  size_t ssm_bytes() const {
+    return size_t(c_.linear_value_heads) * c_.linear_value_dim * c_.linear_key_dim * 4;
+  }
+
+  void prepare_scratch(int T, int head_rows, size_t scores_bytes, int max_count) const;
+  void record_attention_layer(CommandRecorder& rec, const DeviceLayer& layer, size_t slot,
+                              const std::vector<Span>& spans, int T) const;
+  void record_delta_layer(CommandRecorder& rec, const DeviceLayer& layer, size_t slot,
+                          const std::vector<Span>& spans, int T) const;
+  void record_mlp(CommandRecorder& rec, const DeviceLayer& layer, int T) const;
+
+  std::shared_ptr<Context> context_;
+  ModelConfig c_;
+  DeviceWeights w_;
+  std::string description_;
+  int attention_layers_ = 0, delta_layers_ = 0;
+  mutable std::mutex mutex_;  // one call records and submits on the context at a time
+  mutable Scratch s_;
+  mutable RopeTable rope_;
+};
+
+void VulkanForward::prepare_scratch(int T, int head_rows, size_t scores_bytes,
+                                    int max_count) const {
+  Context& ctx = *context_;
+  const size_t H = size_t(c_.hidden_size), rows = size_t(T);
+  ensure(ctx, s_.ids, rows * 4);
+  ensure(ctx, s_.positions, rows * 4);
+  ensure(ctx, s_.h, rows * H * 4);
+  ensure(ctx, s_.normed, rows * H * 4);
+  ensure(ctx, s_.delta, rows * H * 4);
+  const size_t q_width = size_t(c_.num_heads) * c_.head_dim;
+  const size_t kv_width = size_t(c_.num_kv_heads) * c_.head_dim;
+  size_t seq_width = 0;
+  if (attention_layers_ > 0) {
+    ensure(ctx, s_.q, rows * q_width * 4);
+    ensure(ctx, s_.gate, rows * q_width * 4);
+    ensure(ctx, s_.k, rows * kv_width * 4);
+    ensure(ctx, s_.v, rows * kv_width * 4);
+    ensure(ctx, s_.o, rows * q_width * 4);
+    ensure(ctx, s_.scores, scores_bytes);
+    seq_width = q_width;
+  }
+  if (delta_layers_ > 0) {
+    const size_t CD = size_t(c_.conv_channels()), VD = size_t(c_.linear_value_size());
+    const size_t Hv = size_t(c_.linear_value_heads);
+    ensure(ctx, s_.qkv, rows * CD * 4);
+    ensure(ctx, s_.conv, rows * CD * 4);
+    ensure(ctx, s_.z, rows * VD * 4);
+    ensure(ctx, s_.b, rows * Hv * 4);
+    ensure(ctx, s_.a, rows * Hv * 4);
+    ensure(ctx, s_.delta_out, rows * VD * 4);
+    seq_width = std::max({seq_width, CD, VD});
+  }
+  ensure(ctx, s_.seq_a, size_t(max_count) * seq_width * 4);
+  ensure(ctx, s_.seq_b, size_t(max_count) * seq_width * 4);
+  ensure(ctx, s_.seq_c, size_t(max_count) * seq_width * 4);
+  ensure(ctx, s_.seq_pos, size_t(max_count) * std::max(1, c_.linear_value_heads) * 4);
+  size_t I = 0;
+  for (const DeviceLayer& l : w_.layers) I = std::max(I, size_t(l.mlp.gate.rows));
+  ensure(ctx, s_.mlp_gate, rows * I * 4);
+  ensure(ctx, s_.mlp_up, rows * I * 4);
+  ensure(ctx, s_.head_in, size_t(head_rows) * H * 4);
+  ensure(ctx, s_.logits, size_t(head_rows) * c_.vocab_size * 4);
+}
+
+void VulkanForward::record_attention_layer(CommandRecorder& rec, const DeviceLayer& layer,
+                                           size_t slot, const std::vector<Span>& spans,
+                                           int T) const {
+  const DeviceAttention& w = layer.attention;
+  const int Nh = c_.num_heads, Nkv = c_.num_kv_heads, D = c_.head_dim;
+  const bool gated = c_.hybrid();
+  record_matmul(rec, w.q, s_.normed, T, s_.q);
+  if (gated) record_matmul(rec, w.gate, s_.normed, T, s_.gate);
+  record_matmul(rec, w.k, s_.normed, T, s_.k);
+  record_matmul(rec, w.v, s_.normed, T, s_.v);
+  record_rms_norm(rec, s_.q, w.q_norm, s_.q, T * Nh, D, c_.rms_norm_eps, false);
+  record_rms_norm(rec, s_.k, w.k_norm, s_.k, T * Nkv, D, c_.rms_norm_eps, false);
+  if (c_.rotary_dim > 0) {
+    record_rope(rec, s_.q, s_.positions, rope_, T, Nh, D);
+    record_rope(rec, s_.k, s_.positions, rope_, T, Nkv, D);
+  }
+  const size_t q_row = size_t(Nh) * D * 4;
+  const bool alone = spans.size() == 1;
+  for (const Span& sp : spans) {
+    VulkanSequence& seq = *sp.sequence;
+    VulkanSequence::Rows& cache = seq.kv[slot];
+    record_kv_store(rec, s_.k, size_t(sp.first) * Nkv * D, sp.count, Nkv, D, seq.kv_type,
+                    cache.k, sp.position);
+    record_kv_store(rec, s_.v, size_t(sp.first) * Nkv * D, sp.count, Nkv, D, seq.kv_type,
+                    cache.v, sp.position);
+    // The kernel reads its rows from the start of its buffers: a sequence that does not
+    // start the batch works on copies of its rows.
+    const Buffer& q = alone ? s_.q : s_.seq_a;
+    const Buffer& pos = alone ? s_.positions : s_.seq_pos;
+    const Buffer& o = alone ? s_.o : s_.seq_b;
+    if (!alone) {
+      rec.copy(s_.q, size_t(sp.first) * q_row, s_.seq_a, 0, size_t(sp.count) * q_row);
+      rec.copy(s_.positions, size_t(sp.first) * 4, s_.seq_pos, 0, size_t(sp.count) * 4);
+    }
+    DeviceAttentionShape shape;
+    shape.R = sp.count;
+    shape.Nh = Nh;
+    shape.Nkv = Nkv;
+    shape.D = D;
+    shape.kv_rows = int(seq.capacity);
+    shape.scale = 1.f / std::sqrt(float(D));
+    shape.generated = sp.segment->kind == RowKind::kGenerated;
+    record_attention(rec, shape, q, pos, cache.k, cache.v, seq.kv_type, o,
+                     shape.generated ? &s_.scores : nullptr);
+    if (!alone) rec.copy(s_.seq_b, 0, s_.o, size_t(sp.first) * q_row, size_t(sp.count) * q_row);
+  }
+  if (gated) record_sigmoid_mul(rec, s_.o, s_.gate, size_t(T) * Nh * D);
+  record_matmul(rec, w.o, s_.o, T, s_.delta);
+}
+
+void VulkanForward::record_delta_layer(CommandRecorder& rec, const DeviceLayer& layer, size_t slot,
+                                       const std::vector<Span>& spans, int T) const {
+  const DeviceDeltaNet& w = layer.delta_net;
+  const int Hk = c_.linear_key_heads, Hv = c_.linear_value_heads;
+  const int Dk = c_.linear_key_dim, Dv = c_.linear_value_dim;
+  const int CD = c_.conv_channels(), KD = c_.linear_key_size();
+  record_matmul(rec, w.qkv, s_.normed, T, s_.qkv);
+  record_matmul(rec, w.z, s_.normed, T, s_.z);
+  record_matmul(rec, w.b, s_.normed, T, s_.b);
+  record_matmul(rec, w.a, s_.normed, T, s_.a);
+  const bool alone = spans.size() == 1;
+  const size_t conv_row = size_t(CD) * 4;
+  for (const Span& sp : spans) {
+    VulkanSequence::Recurrent& state = sp.sequence->recurrent[slot];
+    if (alone) {
+      record_causal_conv1d_silu(rec, s_.qkv, size_t(CD), T, CD, c_.conv_kernel, w.conv,
+                                state.conv, s_.conv);
+      continue;
+    }
+    rec.copy(s_.qkv, size_t(sp.first) * conv_row, s_.seq_a, 0, size_t(sp.count) * conv_row);
+    record_causal_conv1d_silu(rec, s_.seq_a, size_t(CD), sp.count, CD, c_.conv_kernel, w.conv,
+                              state.conv, s_.seq_b);
+    rec.copy(s_.seq_b, 0, s_.conv, size_t(sp.first) * conv_row, size_t(sp.count) * conv_row);
+  }
+  record_l2_norm(rec, s_.conv, T, size_t(CD), 0, Hk, Dk, 1e-6f, 1.f / std::sqrt(float(Dk)));
+  record_l2_norm(rec, s_.conv, T, size_t(CD), size_t(KD), Hk, Dk, 1e-6f, 1.f);
+  record_delta_gates(rec, s_.b, s_.a, w.A, w.dt_bias, T, Hv);
+  DeviceGatedDeltaInputs in;
+  in.Hk = Hk;
+  in.Hv = Hv;
+  in.Dk = Dk;
+  in.Dv = Dv;
+  in.q_offset = 0;
+  in.k_offset = size_t(KD);
+  in.v_offset = size_t(2) * KD;
+  in.row_stride = size_t(CD);
+  const size_t out_row = size_t(Hv) * Dv * 4, gate_row = size_t(Hv) * 4;
+  for (const Span& sp : spans) {
+    VulkanSequence::Recurrent& state = sp.sequence->recurrent[slot];
+    in.T = sp.count;
+    if (alone) {
+      record_gated_delta(rec, in, s_.conv, s_.a, s_.b, state.ssm, s_.delta_out);
+      continue;
+    }
+    rec.copy(s_.conv, size_t(sp.first) * conv_row, s_.seq_a, 0, size_t(sp.count) * conv_row);
+    rec.copy(s_.a, size_t(sp.first) * gate_row, s_.seq_b, 0, size_t(sp.count) * gate_row);
+    rec.copy(s_.b, size_t(sp.first) * gate_row, s_.seq_pos, 0, size_t(sp.count) * gate_row);
+    record_gated_delta(rec, in, s_.seq_a, s_.seq_b, s_.seq_pos, state.ssm, s_.seq_c);
+    rec.copy(s_.seq_c, 0, s_.delta_out, size_t(sp.first) * out_row, size_t(sp.count) * out_row);
+  }
+  record_rms_norm_gated(rec, s_.delta_out, s_.z, w.norm, s_.delta_out, T * Hv, Dv,
+                        c_.rms_norm_eps);
+  record_matmul(rec, w.out, s_.delta_out, T, s_.delta);
+}
+
+void VulkanForward::record_mlp(CommandRecorder& rec, const DeviceLayer& layer, int T) const {
+  const DeviceMlp& w = layer.mlp;
+  record_matmul(rec, w.gate, s_.normed, T, s_.mlp_gate);
+  record_matmul(rec, w.up, s_.normed, T, s_.mlp_up);
+  record_silu_mul(rec, s_.mlp_gate, s_.mlp_up, size_t(T) * w.gate.rows);
+  record_matmul(rec, w.down, s_.mlp_gate, T, s_.delta);
+}
+
+void VulkanForward::forward(std::span<const BatchSegment* const> segments) const {
+  std::lock_guard lock(mutex_);
+  Context& ctx = *context_;
+  const int H = c_.hidden_size, V = c_.vocab_size;
+  std::vector<Span> spans;
+  std::vector<int32_t> ids, positions;
+  int T = 0, max_count = 0, head_rows = 0;
+  int64_t max_position = 0;
+  size_t scores_bytes = 0;
+  for (const BatchSegment* seg : segments) {
+    Span sp{seg, &sequence(*seg->state), T, int(seg->tokens.size()), seg->state->position};
+    for (int t = 0; t < sp.count; ++t) {
+      ids.push_back(seg->tokens[size_t(t)]);
+      positions.push_back(int32_t(sp.position + t));
+    }
+    T += sp.count;
+    max_count = std::max(max_count, sp.count);
+    max_position = std::max(max_position, sp.position + sp.count);
+    head_rows += seg->all_logits ? sp.count : (seg->logits ? 1 : 0);
+    spans.push_back(sp);
+  }
+  if (max_position > INT32_MAX) throw Error("--device vulkan: position beyond 2^31");
+
+  CommandRecorder rec(ctx);
+  std::vector<Buffer> retired;
+  for (const Span& sp : spans) {
+    sp.sequence->reserve(sp.position + sp.count, sp.position, rec, retired);
+    if (sp.segment->kind == RowKind::kGenerated && attention_layers_ > 0)
+      scores_bytes = std::max(scores_bytes, size_t(sp.count) * c_.num_heads *
+                                                size_t(sp.sequence->capacity) * 4);
+  }
+  prepare_scratch(T, std::max(head_rows, 1), scores_bytes, max_count);
+  if (c_.rotary_dim > 0 && rope_.positions < max_position) {
+    int64_t n = std::max(kMinRopePositions, rope_.positions);
+    while (n < max_position) n *= 2;
+    rope_ = upload_rope_table(ctx, n, c_.rotary_dim, c_.rope_theta);
+  }
+  ctx.upload(s_.ids, 0, ids.data(), ids.size() * 4);
+  ctx.upload(s_.positions, 0, positions.data(), positions.size() * 4);
+
+  const size_t n = size_t(T) * H;
+  record_embedding(rec, w_.embed, s_.ids, T, s_.h);
+  size_t attention_slot = 0, delta_slot = 0;
+  for (const DeviceLayer& layer : w_.layers) {
+    record_rms_norm(rec, s_.h, layer.input_norm, s_.normed, T, H, c_.rms_norm_eps, false);
+    if (layer.full_attention)
+      record_attention_layer(rec, layer, attention_slot++, spans, T);
+    else
+      record_delta_layer(rec, layer, delta_slot++, spans, T);
+    record_add(rec, s_.h, s_.delta, n);
+    record_rms_norm(rec, s_.h, layer.post_norm, s_.normed, T, H, c_.rms_norm_eps, false);
+    record_mlp(rec, layer, T);
+    record_add(rec, s_.h, s_.delta, n);
+  }
+  record_rms_norm(rec, s_.h, w_.final_norm, s_.normed, T, H, c_.rms_norm_eps, false);
+  // The rows the LM head reads, gathered, and where their logits go.
+  std::vector<float*> head_out;
+  const size_t row = size_t(H) * 4;
+  for (const Span& sp : spans) {
+    const BatchSegment& seg = *sp.segment;
+    for (int t = 0; t < sp.count; ++t) {
+      const bool to_head = seg.all_logits || (seg.logits && t == sp.count - 1);
+      if (!to_head) continue;
+      rec.copy(s_.normed, size_t(sp.first + t) * row, s_.head_in, head_out.size() * row, row);
+      head_out.push_back(seg.all_logits ? seg.all_logits + size_t(t) * V : seg.logits);
+    }
+  }
+  if (!head_out.empty())
+    record_matmul(rec, w_.lm_head(), s_.head_in, int(head_out.size()), s_.logits);
+  rec.submit_and_wait();
+
+  for (size_t r = 0; r < head_out.size(); ++r)
+    ctx.download(s_.logits, r * size_t(V) * 4, head_out[r], size_t(V) * 4);
+  for (const Span& sp : spans) {
+    const BatchSegment& seg = *sp.segment;
+    if (seg.final_hidden)
+      ctx.download(s_.normed, size_t(sp.first) * row, seg.final_hidden, size_t(sp.count) * row);
+    if (seg.all_logits && seg.logits)
+      std::copy_n(seg.all_logits + size_t(sp.count - 1) * V, V, seg.logits);
+  }
+}
+
+}  // namespace
+}  // namespace vulkan
+
+std::unique_ptr<DeviceForward> make_device_forward(
+    const std::string& device, const ModelConfig& config, const ModelWeights& weights,
+    const std::function<void(uint64_t, uint64_t)>& progress) {
+  vulkan::ContextOptions options;
+  options.device = device;
+  std::shared_ptr<vulkan::Context> context = vulkan::Context::create(options);
+  vulkan::DeviceWeights uploaded = vulkan::upload_weights(*context, config, weights, progress);
+  return std::make_unique<vulkan::VulkanForward>(std::move(context), config, std::move(uploaded));
+}
+
+}  // namespace qmlx
