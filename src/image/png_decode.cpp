@@ -48,6 +48,24 @@ void read_from_memory(png_structp png, png_bytep out, size_t n) {
 // files too.
 void on_warning(png_structp, png_const_charp) {}
 
+struct PngSize {
+  uint32_t width = 0;
+  uint32_t height = 0;
+};
+
+// The size in the IHDR chunk, which the format puts first (signature, length, "IHDR", width,
+// height): read by hand so the bounds are checked before libpng reads any further chunk.
+PngSize png_header_size(std::span<const uint8_t> bytes) {
+  if (bytes.size() < 24 || std::memcmp(bytes.data() + 12, "IHDR", 4) != 0) {
+    throw ImageError(ImageErrorReason::kCorrupt, "corrupt PNG image: no IHDR chunk first");
+  }
+  auto be32 = [&](size_t at) {
+    return uint32_t(bytes[at]) << 24 | uint32_t(bytes[at + 1]) << 16 |
+           uint32_t(bytes[at + 2]) << 8 | bytes[at + 3];
+  };
+  return {be32(16), be32(20)};
+}
+
 // Requests 8-bit RGBA whatever the file's colour type and depth. 16-bit samples keep their
 // high byte (PIL's reading of 16-bit RGB; for 16-bit grey PIL clips the 16-bit value to 255
 // instead, which turns most of the image white: we keep the high byte there too, on purpose).
@@ -66,17 +84,17 @@ void request_rgba8(png_structp png, png_infop info) {
 
 // False when libpng failed (the message is in the error pointer). The caller owns `frame`
 // and `rows`; here they are only filled.
-bool read_png(png_structp png, png_infop info, const ImageLimits& limits, DecodedFrame* frame,
+bool read_png(png_structp png, png_infop info, const PngSize& header, DecodedFrame* frame,
               std::vector<png_bytep>* rows) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_set_chunk_malloc_max(png, kMaxChunkBytes);
   // Text and colour-profile chunks are never used: skip them rather than inflate them.
   static const png_byte kSkipped[] = "tEXt\0zTXt\0iTXt\0iCCP\0sPLT";
   png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, kSkipped, 5);
-  png_read_info(png, info);
+  png_read_info(png, info);  // reads on up to the first IDAT: the size was checked before
   const png_uint_32 width = png_get_image_width(png, info);
   const png_uint_32 height = png_get_image_height(png, info);
-  check_dimensions(width, height, limits, "PNG image");
+  if (width != header.width || height != header.height) png_error(png, "IHDR is not first");
 
   png_bytep exif = nullptr;
   png_uint_32 exif_size = 0;
@@ -109,6 +127,8 @@ struct PngReader {
 }  // namespace
 
 DecodedFrame decode_png(std::span<const uint8_t> bytes, const ImageLimits& limits) {
+  const PngSize header = png_header_size(bytes);
+  check_dimensions(header.width, header.height, limits, "PNG image");
   PngFailure failure;
   PngReader reader;
   reader.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &failure, on_error, on_warning);
@@ -119,7 +139,7 @@ DecodedFrame decode_png(std::span<const uint8_t> bytes, const ImageLimits& limit
 
   DecodedFrame frame;
   std::vector<png_bytep> rows;
-  if (!read_png(reader.png, reader.info, limits, &frame, &rows)) {
+  if (!read_png(reader.png, reader.info, header, &frame, &rows)) {
     throw ImageError(ImageErrorReason::kCorrupt,
                      std::string("corrupt PNG image: ") + failure.message);
   }
