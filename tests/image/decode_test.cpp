@@ -200,6 +200,30 @@ TEST(ImageDecode, CorruptedFilesAreACleanErrorInEveryFormat) {
   EXPECT_NE(message.find("corrupt PNG image"), std::string::npos) << message;
 }
 
+// progressive.jpg with its last scan repeated `copies` more times: libjpeg only warns about a
+// repeated scan, so without a bound each copy is one more pass over the coefficients.
+std::vector<uint8_t> progressive_with_repeated_scan(int copies) {
+  const std::vector<uint8_t> jpeg = fixture_bytes("progressive.jpg");
+  size_t last_sos = 0;
+  for (size_t i = 0; i + 1 < jpeg.size(); ++i) {
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xDA) last_sos = i;
+  }
+  EXPECT_GT(last_sos, 0u);
+  const size_t eoi = jpeg.size() - 2;  // the file ends with FF D9
+  std::vector<uint8_t> out(jpeg.begin(), jpeg.begin() + long(eoi));
+  for (int k = 0; k < copies; ++k)
+    out.insert(out.end(), jpeg.begin() + long(last_sos), jpeg.begin() + long(eoi));
+  out.insert(out.end(), {0xFF, 0xD9});
+  return out;
+}
+
+TEST(ImageDecode, JpegWithTooManyProgressiveScansIsRefused) {
+  std::string message;
+  EXPECT_EQ(refusal(progressive_with_repeated_scan(600), {}, &message), ImageErrorReason::kCorrupt);
+  EXPECT_NE(message.find("more than 500 progressive scans"), std::string::npos) << message;
+  EXPECT_EQ(refusal(progressive_with_repeated_scan(100)), std::nullopt);
+}
+
 TEST(ImageDecode, GifWithoutAFrameIsCorrupt) {
   std::vector<uint8_t> gif = fixture_bytes("palette.gif");
   const size_t header = 13 + ((gif[10] & 0x80) ? 3u << ((gif[10] & 7) + 1) : 0);

@@ -74,12 +74,24 @@ def png_chunk(kind, payload):
         ">I", zlib.crc32(kind + payload) & 0xFFFFFFFF)
 
 
-def png16(samples, color_type):
-    """A 16-bit PNG written by hand (PIL writes 16 bits only for grey): samples uint16 [h, w, c]."""
+# Adam7's passes: (first column, first row, column step, row step).
+ADAM7 = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
+
+
+def png_by_hand(samples, color_type, interlaced=False):
+    """A PNG written by hand, for what PIL does not write: 16-bit colour (PIL writes 16 bits only
+    for grey) and Adam7 interlacing. samples: uint8 or uint16 [h, w, c]; filter 0 on every row."""
     h, w = samples.shape[:2]
-    raw = b"".join(b"\0" + samples[y].astype(">u2").tobytes() for y in range(h))
-    return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, color_type, 0, 0, 0))
-            + png_chunk(b"IDAT", zlib.compress(raw)) + png_chunk(b"IEND", b""))
+    depth = 16 if samples.dtype == np.uint16 else 8
+    rows = lambda img: b"".join(b"\0" + img[y].astype(">u2" if depth == 16 else "u1").tobytes()
+                                for y in range(img.shape[0]) if img.shape[1])
+    if interlaced:
+        raw = b"".join(rows(samples[y0::dy, x0::dx]) for x0, y0, dx, dy in ADAM7)
+    else:
+        raw = rows(samples)
+    ihdr = struct.pack(">IIBBBBB", w, h, depth, color_type, 0, 0, 1 if interlaced else 0)
+    return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr) + png_chunk(b"IDAT", zlib.compress(raw))
+            + png_chunk(b"IEND", b""))
 
 
 def exif_with_orientation(orientation):
@@ -112,11 +124,12 @@ def decode_cases():
     # clips the 16-bit value to 255, which is wrong, so numpy is the oracle for all of them).
     s16 = rng.integers(0, 65536, size=(17, 21, 4), dtype=np.uint16)
     hi = (s16 >> 8).astype(np.uint32)
-    add_decode("rgb16.png", png16(s16[:, :, :3], 2), (hi[:, :, :3]).astype(np.uint8))
+    add_decode("rgb16.png", png_by_hand(s16[:, :, :3], 2), (hi[:, :, :3]).astype(np.uint8))
     a = hi[:, :, 3:4]
     over = (hi[:, :, :3] * a + 255 * (255 - a) + 127) // 255
-    add_decode("rgba16.png", png16(s16, 6), over.astype(np.uint8))
-    add_decode("gray16.png", png16(s16[:, :, :1], 0), np.repeat(hi[:, :, :1], 3, axis=2).astype(np.uint8))
+    add_decode("rgba16.png", png_by_hand(s16, 6), over.astype(np.uint8))
+    add_decode("gray16.png", png_by_hand(s16[:, :, :1], 0), np.repeat(hi[:, :, :1], 3, axis=2).astype(np.uint8))
+    add_decode("adam7.png", png_by_hand(rgba_px, 6, interlaced=True))
     add_decode("exif6.png", encode(rgb, "PNG", exif=exif_with_orientation(6)))
 
     add_decode("baseline.jpg", encode(rgb, "JPEG", quality=90))
