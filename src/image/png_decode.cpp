@@ -66,26 +66,26 @@ PngSize png_header_size(std::span<const uint8_t> bytes) {
   return {be32(16), be32(20)};
 }
 
-// Requests 8-bit RGBA whatever the file's colour type and depth. 16-bit samples keep their
-// high byte (PIL's reading of 16-bit RGB; for 16-bit grey PIL clips the 16-bit value to 255
-// instead, which turns most of the image white: we keep the high byte there too, on purpose).
-void request_rgba8(png_structp png, png_infop info) {
+// Requests 8-bit RGB, or RGBA when the file has alpha or tRNS transparency (to be composited
+// over white), whatever its colour type and depth; returns the channels. 16-bit samples keep
+// their high byte (PIL's reading of 16-bit RGB; for 16-bit grey PIL clips the 16-bit value to
+// 255 instead, which turns most of the image white: we keep the high byte there too).
+int request_rgb8(png_structp png, png_infop info) {
   const int color_type = png_get_color_type(png, info);
   if (png_get_bit_depth(png, info) == 16) png_set_strip_16(png);
   if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
   if (color_type == PNG_COLOR_TYPE_GRAY) png_set_expand_gray_1_2_4_to_8(png);
   if (png_get_valid(png, info, PNG_INFO_tRNS)) png_set_tRNS_to_alpha(png);
   if (!(color_type & PNG_COLOR_MASK_COLOR)) png_set_gray_to_rgb(png);
-  if (!(color_type & PNG_COLOR_MASK_ALPHA) && !png_get_valid(png, info, PNG_INFO_tRNS)) {
-    png_set_filler(png, 0xFF, PNG_FILLER_AFTER);
-  }
   png_set_packing(png);
+  const bool alpha = (color_type & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS);
+  return alpha ? 4 : 3;
 }
 
 // False when libpng failed (the message is in the error pointer). The caller owns `frame`
 // and `rows`; here they are only filled.
 bool read_png(png_structp png, png_infop info, const PngSize& header, DecodedFrame* frame,
-              std::vector<png_bytep>* rows) {
+              std::vector<png_bytep>* rows, int* channels) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_set_chunk_malloc_max(png, kMaxChunkBytes);
   // Text and colour-profile chunks are never used: skip them rather than inflate them.
@@ -102,16 +102,17 @@ bool read_png(png_structp png, png_infop info, const PngSize& header, DecodedFra
     frame->exif_orientation = exif_orientation({exif, exif_size});
   }
 
-  request_rgba8(png, info);
+  *channels = request_rgb8(png, info);
+  const size_t row_bytes = size_t(width) * size_t(*channels);
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
-  if (png_get_rowbytes(png, info) != size_t(width) * 4) png_error(png, "unexpected row layout");
+  if (png_get_rowbytes(png, info) != row_bytes) png_error(png, "unexpected row layout");
 
   frame->image = RgbImage(int(width), int(height));
   std::vector<uint8_t>& pixels = frame->image.pixels;
-  pixels.resize(size_t(width) * height * 4);  // RGBA first, composited in place below
+  pixels.resize(row_bytes * height);  // RGBA is composited in place by the caller
   rows->resize(height);
-  for (png_uint_32 y = 0; y < height; ++y) (*rows)[y] = pixels.data() + size_t(y) * width * 4;
+  for (png_uint_32 y = 0; y < height; ++y) (*rows)[y] = pixels.data() + size_t(y) * row_bytes;
   png_read_image(png, rows->data());
   // Nothing after the image data is read: like PIL, a file cut after its last IDAT still
   // gives its pixels.
@@ -139,13 +140,16 @@ DecodedFrame decode_png(std::span<const uint8_t> bytes, const ImageLimits& limit
 
   DecodedFrame frame;
   std::vector<png_bytep> rows;
-  if (!read_png(reader.png, reader.info, header, &frame, &rows)) {
+  int channels = 3;
+  if (!read_png(reader.png, reader.info, header, &frame, &rows, &channels)) {
     throw ImageError(ImageErrorReason::kCorrupt,
                      std::string("corrupt PNG image: ") + failure.message);
   }
-  RgbImage& image = frame.image;
-  rgba_over_white(image.pixels.data(), image.pixels.size() / 4, image.pixels.data());
-  image.pixels.resize(size_t(image.width) * image.height * 3);
+  if (channels == 4) {
+    RgbImage& image = frame.image;
+    rgba_over_white(image.pixels.data(), image.pixels.size() / 4, image.pixels.data());
+    image.pixels.resize(size_t(image.width) * image.height * 3);
+  }
   return frame;
 }
 
