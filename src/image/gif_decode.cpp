@@ -66,13 +66,14 @@ void paint_frame(GifFileType* gif, int transparent, RgbImage* canvas) {
   std::vector<GifPixelType> line(size_t(desc.Width));
   for (int i = 0; i < desc.Height; ++i) {
     if (DGifGetLine(gif, line.data(), desc.Width) == GIF_ERROR) corrupt(gif->Error);
-    const int y = desc.Top + (desc.Interlace ? interlaced_row(i, desc.Height) : i);
-    if (y < 0 || y >= canvas->height) continue;
+    const int frame_row = desc.Interlace ? interlaced_row(i, desc.Height) : i;
+    const int y = desc.Top + frame_row;
+    if (frame_row < 0 || y >= canvas->height) continue;
     uint8_t* row = canvas->row(y);
     for (int x = 0; x < desc.Width; ++x) {
       const int cx = desc.Left + x;
       if (cx >= canvas->width || line[size_t(x)] == transparent) continue;
-      // An index past a short colour table shows black, as PIL's zero-padded palette does.
+      // An index past a short colour table shows black (the table's missing entries).
       const bool known = line[size_t(x)] < colors->ColorCount;
       const GifColorType color = known ? colors->Colors[line[size_t(x)]] : GifColorType{0, 0, 0};
       row[size_t(cx) * 3 + 0] = color.Red;
