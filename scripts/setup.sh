@@ -10,6 +10,8 @@ DEBIAN_PACKAGES=(
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libxxhash-dev libcli11-dev libicu-dev
   libssl-dev openssl redis-server redis-tools nginx
   python3 python3-numpy python3-jinja2
+  # Image input (src/image): the decoders' libraries; PIL for the tests that compare with it.
+  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev python3-pil
   # The JSON Schema Test Suite, for the grammar engine's conformance tests.
   json-schema-test-suite
   curl prometheus

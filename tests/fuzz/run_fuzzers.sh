@@ -37,9 +37,10 @@ declare -A seeds=(
   [safetensors_header]="$corpus/safetensors"
   [cache_files]="$corpus/cache"
   [grammar_schema]="$corpus/grammar"
+  [image_decode]="$corpus/image"
 )
 targets=(request_parsers chat_render template_source tokenizer gguf_header safetensors_header cache_files
-         grammar_schema)
+         grammar_schema image_decode)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
