@@ -1,7 +1,9 @@
 #include "backend/vulkan/context.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 #include "backend/vulkan/command_recorder.h"
 #include "backend/vulkan/device_selection.h"
@@ -67,7 +69,8 @@ std::unique_ptr<Context> Context::create(const ContextOptions& options) {
     extensions.push_back("VK_KHR_portability_subset");
   // float64 serves only the exact-fma kernel variants (fma_mode.h).
   VkPhysicalDeviceFeatures features{};
-  features.shaderFloat64 = self->info_.features.shader_float64;
+  features.shaderFloat64 =
+      self->info_.features.shader_float64 && !feature_masked("float64");
   self->float64_ = features.shaderFloat64;
   VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   info.pEnabledFeatures = &features;
@@ -125,6 +128,15 @@ void Context::release_pending() {
     fn_.vkDestroyFence(device_, it->fence, nullptr);
     it = pending_.erase(it);
   }
+}
+
+bool feature_masked(const std::string& feature) {
+  const char* list = std::getenv("QMLX_VULKAN_MASK_FEATURES");
+  if (list == nullptr) return false;
+  std::stringstream items(list);
+  for (std::string item; std::getline(items, item, ',');)
+    if (item == feature) return true;
+  return false;
 }
 
 FmaMode Context::fma_mode() {

@@ -27,6 +27,11 @@
 
 namespace qmlx::vulkan {
 
+// True when $QMLX_VULKAN_MASK_FEATURES (a comma-separated list) names `feature`: the context
+// then acts as on a device without it, so the fallback paths run on a device that has it
+// (tests, CI). Known: "float64" (fma_mode.h: without it an unfused fma stays unfused).
+bool feature_masked(const std::string& feature);
+
 struct ContextOptions {
   std::string device = "vulkan";  // "vulkan" or "vulkan:N" (device_selection.h)
   // Where the pipeline cache lives; empty: default_pipeline_cache_dir().

@@ -7,7 +7,11 @@
 //     where the template drops old reasoning, than its new user turn alone);
 //  3. nothing may leave the machine: the client runs with an egress trap as its proxy, and any
 //     connection it tries to make to a non-loopback host fails the test.
-// Usage: node agent_e2e.mjs QMLX_BINARY WORK_DIR AGENTS_NODE_MODULES CLIENT
+// With DEVICE (e.g. vulkan) the server runs with --device DEVICE, and its start-up log must say
+// the forward pass runs there; where `qmlx devices --device DEVICE` finds no such device, the
+// test skips (77).
+// Usage: node agent_e2e.mjs QMLX_BINARY WORK_DIR AGENTS_NODE_MODULES CLIENT [DEVICE]
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 
@@ -16,7 +20,7 @@ import {
   bodyText, chatPromptIds, lastUserText, logEntryOf, openClientSession, runClient, userTurnTokens,
 } from "./harness.mjs";
 
-const [qmlx, workRoot, nodeModules, name] = process.argv.slice(2);
+const [qmlx, workRoot, nodeModules, name, device] = process.argv.slice(2);
 const client = CLIENTS[name];
 if (!client) {
   console.error(`usage: agent_e2e.mjs QMLX WORK_DIR NODE_MODULES {${Object.keys(CLIENTS)}}`);
@@ -38,7 +42,18 @@ function clientEditedItsMessages(before, after) {
     JSON.stringify(m) !== JSON.stringify(b[i]));
 }
 
-const work = path.join(workRoot, name);
+const work = path.join(workRoot, device ? `${name}-${device}` : name);
+// A turn's time limit: lavapipe, the CI's Vulkan device, prefills the scripted model some 50
+// times slower than the CPU (its fma is emulated), so a cold turn there takes minutes.
+const turnTimeoutMs = device ? 300000 : 120000;
+if (device) {
+  try {
+    execFileSync(qmlx, ["devices", "--device", device], { stdio: ["ignore", "ignore", "pipe"] });
+  } catch (e) {
+    console.log(`SKIP: no ${device} device here: ${String(e.stderr ?? e).trim()}`);
+    process.exit(77);
+  }
+}
 
 let failures = 0;
 const check = (ok, what, detail = "") => {
@@ -53,7 +68,8 @@ const succeeded = (exchange) => exchange.status === 200;
 const carriesToolResult = (exchange) =>
   /"role":"tool"|"type":"tool_result"|"type":"function_call_output"/.test(bodyText(exchange));
 
-const session = await openClientSession({ qmlx, client, work, afterTool: AFTER_TOOL_SCRIPT });
+const session = await openClientSession({ qmlx, client, work, afterTool: AFTER_TOOL_SCRIPT,
+  extraArgs: device ? ["--device", device] : [] });
 const { home, project, server, recorder, trap, env } = session;
 const bin = path.join(nodeModules, ".bin", client.bin);
 
@@ -67,7 +83,7 @@ function dump(label, run) {
 try {
   // Turn 1: prompt -> tool call -> the client runs it -> tool result -> final answer.
   const turn1 = await runClient([bin, ...client.turn(PROMPT_1, { resume: false, home })],
-    { cwd: project, env });
+    { cwd: project, env, timeoutMs: turnTimeoutMs });
   const out1 = dump("turn1", turn1);
   check(turn1.code === 0, `turn 1 exits 0 (${turn1.seconds.toFixed(1)} s)`, `see ${out1}`);
   check(turn1.stdout.includes(FINAL_ANSWER), "turn 1 prints the model's final answer",
@@ -91,7 +107,7 @@ try {
   // Turn 2: the client's continue/resume; the conversation so far must stay warm.
   const before = recorder.exchanges.length;
   const turn2 = await runClient([bin, ...client.turn(PROMPT_2, { resume: true, home })],
-    { cwd: project, env });
+    { cwd: project, env, timeoutMs: turnTimeoutMs });
   const out2 = dump("turn2", turn2);
   check(turn2.code === 0, `turn 2 exits 0 (${turn2.seconds.toFixed(1)} s)`, `see ${out2}`);
   const first2 = recorder.exchanges.slice(before).find((e) => carries(e, PROMPT_2) &&
@@ -135,6 +151,11 @@ try {
       `uids ${previous?.uid} and ${first2?.uid}`);
   }
 
+  if (device) {
+    const log = fs.readFileSync(server.logPath, "utf8");
+    check(new RegExp(`forward pass on ${device}`).test(log), `the forward pass runs on ${device}`,
+      log.split("\n").find((l) => l.includes("forward pass")) ?? "no such log line");
+  }
   const failed = recorder.exchanges.filter((e) => e.status >= 400);
   check(failed.length === 0, `every request succeeds (${recorder.exchanges.length} requests)`,
     failed.map((e) => `${e.method} ${e.path} -> ${e.status}`).join("; "));

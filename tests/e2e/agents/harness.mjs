@@ -194,7 +194,8 @@ export async function logEntryOf(server, exchange) {
 // Everything one client run needs, in a fresh `work` folder: a throwaway HOME and project, the
 // client's scripted model (unless `model` names one), the server (cache on or off), the
 // recorder in front of it, the egress trap, and the client's configuration and environment.
-export async function openClientSession({ qmlx, client, work, model, cache = true, afterTool }) {
+export async function openClientSession({ qmlx, client, work, model, cache = true, afterTool,
+  extraArgs = [] }) {
   fs.rmSync(work, { recursive: true, force: true });
   const home = path.join(work, "home"), project = path.join(work, "project");
   fs.mkdirSync(project, { recursive: true });
@@ -202,7 +203,7 @@ export async function openClientSession({ qmlx, client, work, model, cache = tru
     model = path.join(work, "model");
     makeScriptedModel(qmlx, model, client.script, afterTool);
   }
-  const server = await startServer(qmlx, model, work, { cache });
+  const server = await startServer(qmlx, model, work, { cache, extraArgs });
   const recorder = await startRecorder(server.port);
   const trap = await startEgressTrap();
   const env = isolatedEnv(home, trap.port,
