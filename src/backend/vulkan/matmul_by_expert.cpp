@@ -62,10 +62,9 @@ void record_matmul_by_expert(CommandRecorder& recorder, const DeviceExperts& w, 
   const size_t group_rows = matmul_rows_per_group(m);
   const size_t groups_x = (size_t(w.rows) + group_rows - 1) / group_rows;
   if (experts_per == 0 || tokens_per == 0 || groups_x > device.max_workgroup_count[0])
-    throw Error("Vulkan matmul by expert: " + std::to_string(w.experts) + " experts of " +
-                std::to_string(w.rows) + "x" + std::to_string(m.cols) + " are more than " +
-                device.name + " can bind or dispatch for one expert or " + std::to_string(k) +
-                " routes");
+    throw Error("Vulkan matmul by expert: one expert's " + std::to_string(w.rows) + "x" +
+                std::to_string(m.cols) + " matrix, or one token's " + std::to_string(k) +
+                " routes, exceed what " + device.name + " can bind or dispatch at once");
 
   const std::string shader = affine ? "matmul_by_expert_affine" : "matmul_by_expert_float";
   const Pipeline& pipeline =

@@ -134,8 +134,8 @@ void check_supported(const ModelConfig& c, const ModelWeights& weights) {
     const std::string at = "layer " + std::to_string(l) + "'s ";
     if (layer.full_attention) {
       const AttentionWeights& a = layer.attention;
-      for (const auto& [m, name] :
-           {std::pair{&a.q, "q_proj"}, {&a.k, "k_proj"}, {&a.v, "v_proj"}, {&a.o, "o_proj"}})
+      for (const auto& [m, name] : {std::pair{&a.q, "q_proj"}, {&a.k, "k_proj"},
+                                    {&a.v, "v_proj"}, {&a.o, "o_proj"}})
         check_matrix(*m, at + name);
       if (c.head_dim % 16 != 0)
         throw Error("--device vulkan: head size " + std::to_string(c.head_dim) +
@@ -146,10 +146,8 @@ void check_supported(const ModelConfig& c, const ModelWeights& weights) {
         throw Error("--device vulkan: " + at +
                     "out_proj keeps llama.cpp's tiled head order, which the device does not "
                     "permute yet (use --device cpu)");
-      for (const auto& [m, name] : {std::pair{&d.qkv, "in_proj_qkv"},
-                                    {&d.z, "in_proj_z"},
-                                    {&d.b, "in_proj_b"},
-                                    {&d.a, "in_proj_a"},
+      for (const auto& [m, name] : {std::pair{&d.qkv, "in_proj_qkv"}, {&d.z, "in_proj_z"},
+                                    {&d.b, "in_proj_b"}, {&d.a, "in_proj_a"},
                                     {&d.out, "out_proj"}})
         check_matrix(*m, at + name);
     }
