@@ -20,17 +20,13 @@
 #include "host_matrix.h"
 #include "kernels/matmul.h"
 #include "kernels/scalar_type.h"
+#include "summation_bounds.h"
 #include "vulkan_fixture.h"
 
 namespace qmlx::vulkan::testing {
 namespace {
 
 using MatmulTest = VulkanTest;
-
-double gamma_bound(double n) {
-  const double u = std::ldexp(1.0, -24);
-  return n * u / (1 - n * u);
-}
 
 std::vector<float> device_matmul(Context& ctx, const DeviceMatrix& dw, const std::vector<float>& x,
                                  int T, size_t* dispatches = nullptr) {
@@ -51,47 +47,6 @@ std::vector<float> cpu_matmul(const WeightMatrix& w, const std::vector<float>& x
   std::vector<float> y(size_t(T) * w.rows);
   matmul(x.data(), T, w, y.data(), generated_rows);
   return y;
-}
-
-// Exact products in double, and S = sum |w x| per output, from the dequantized weights.
-void exact_products(const WeightMatrix& w, const std::vector<float>& x, int T,
-                    std::vector<double>* exact, std::vector<double>* magnitude) {
-  exact->assign(size_t(T) * w.rows, 0);
-  magnitude->assign(size_t(T) * w.rows, 0);
-  std::vector<float> row(w.cols);
-  for (int r = 0; r < w.rows; ++r) {
-    dequantize_rows(w, r, r + 1, row.data());
-    for (int t = 0; t < T; ++t) {
-      double s = 0, m = 0;
-      for (int k = 0; k < w.cols; ++k) {
-        const double p = double(row[k]) * x[size_t(t) * w.cols + k];
-        s += p;
-        m += std::abs(p);
-      }
-      (*exact)[size_t(t) * w.rows + r] = s;
-      (*magnitude)[size_t(t) * w.rows + r] = m;
-    }
-  }
-}
-
-// Checks device results against the CPU (and the exact product) within the bounds above.
-void expect_within_summation_bounds(const WeightMatrix& w, const std::vector<float>& x, int T,
-                                    const std::vector<float>& gpu, const std::vector<float>& cpu,
-                                    double device_chain) {
-  std::vector<double> exact, magnitude;
-  exact_products(w, x, T, &exact, &magnitude);
-  const double device_bound = gamma_bound(device_chain);
-  const double cpu_bound = gamma_bound(w.cols) + device_bound;
-  int failures = 0;
-  for (size_t i = 0; i < gpu.size() && failures < 5; ++i) {
-    const double s = magnitude[i];
-    if (std::abs(gpu[i] - exact[i]) > device_bound * s ||
-        std::abs(double(gpu[i]) - cpu[i]) > cpu_bound * s) {
-      ADD_FAILURE() << "output " << i << ": device " << gpu[i] << ", cpu " << cpu[i] << ", exact "
-                    << exact[i] << ", S " << s;
-      ++failures;
-    }
-  }
 }
 
 const char* format_name(WeightFormat f) {

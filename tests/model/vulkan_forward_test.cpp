@@ -2,7 +2,8 @@
 // its own promises: a sequence's logits and state do not depend on how its prompt was split or
 // on what shares its batch (bit for bit), and a state copied out to the host and back in (what
 // the cache does on a checkpoint and a restore) continues exactly as the original. Dense Qwen3.5
-// (gated attention + Gated DeltaNet) and Qwen3, float and MLX 4/8-bit weights, every K/V dtype.
+// (gated attention + Gated DeltaNet), Qwen3.5-MoE and Qwen3-Next (routed experts chosen on the
+// device, shared expert), Qwen3, float and MLX 4/8-bit weights, every K/V dtype.
 //
 // Against the CPU: the device computes every row with the CPU's generated-row arithmetic, where
 // the CPU computes prompt rows in another summation order, and its exp() is not glibc's; the
@@ -42,10 +43,14 @@ const Variant kVariants[] = {
      KvType::kF32},
     {"qwen3_5_mlx4_kv_bf16", Arch::kQwen35, modelgen::Layout::kMLX, 4, modelgen::TensorDType::kF32,
      KvType::kBF16},
-    {"qwen3_hf_bf16_kv_int8", Arch::kQwen3, modelgen::Layout::kHF, 0,
-     modelgen::TensorDType::kBF16, KvType::kInt8},
+    {"qwen3_hf_bf16_kv_int8", Arch::kQwen3, modelgen::Layout::kHF, 0, modelgen::TensorDType::kBF16,
+     KvType::kInt8},
     {"qwen3_mlx8_kv_f16", Arch::kQwen3, modelgen::Layout::kMLX, 8, modelgen::TensorDType::kF32,
      KvType::kF16},
+    {"qwen3_5_moe_mlx4_kv_bf16", Arch::kQwen35Moe, modelgen::Layout::kMLX, 4,
+     modelgen::TensorDType::kF32, KvType::kBF16},
+    {"qwen3_next_hf_f32_kv_f32", Arch::kQwen3Next, modelgen::Layout::kHF, 0,
+     modelgen::TensorDType::kF32, KvType::kF32},
 };
 
 std::string vulkan_skip_reason() {
@@ -174,7 +179,8 @@ TEST_P(VulkanForwardTest, PromptSplitsGiveIdenticalBits) {
   for (int trial = 0; trial < 3; ++trial) {
     ModelState pieces = gpu_->new_state(kv);
     for (size_t done = 0; done < prompt.size();) {
-      const size_t n = std::min(prompt.size() - done, size_t(uniform(0, 2) == 0 ? 1 : uniform(1, 20)));
+      const size_t n =
+          std::min(prompt.size() - done, size_t(uniform(0, 2) == 0 ? 1 : uniform(1, 20)));
       gpu_->forward(std::span(prompt).subspan(done, n), pieces, got.data());
       done += n;
     }

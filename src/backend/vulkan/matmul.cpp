@@ -4,6 +4,7 @@
 
 #include "backend/vulkan/binding_window.h"
 #include "backend/vulkan/fma_mode.h"
+#include "backend/vulkan/matmul_layout.h"
 #include "base/error.h"
 
 namespace qmlx::vulkan {
@@ -16,27 +17,6 @@ struct FloatPush {
 struct AffinePush {
   uint32_t rows, cols, code_base, scale_base, bias_base, x_base, y_base, y_stride;
 };
-
-size_t weight_element_bytes(const DeviceMatrix& w) {
-  return w.format == WeightFormat::kAffine ? 4 : w.format == WeightFormat::kF32 ? 4 : 2;
-}
-
-// Bytes of codes (or weights) in one row.
-size_t row_bytes(const DeviceMatrix& w) {
-  if (w.format == WeightFormat::kAffine) return size_t(w.cols) * w.bits / 8;
-  return size_t(w.cols) * weight_element_bytes(w);
-}
-
-uint32_t spec_weight_type(WeightFormat f) {
-  return f == WeightFormat::kF16 ? 1u : f == WeightFormat::kBF16 ? 2u : 0u;
-}
-
-// Outputs one workgroup computes: matmul_float.comp gives each 16 (f32) or 8 (16-bit) lanes of
-// its 64; matmul_affine.comp gives one output all 64.
-size_t rows_per_group(const DeviceMatrix& w) {
-  if (w.format == WeightFormat::kAffine) return 1;
-  return w.format == WeightFormat::kF32 ? 4 : 8;
-}
 
 }  // namespace
 
@@ -62,26 +42,44 @@ bool device_matmul_supports(const WeightMatrix& w, std::string* why) {
   return no("unknown format");
 }
 
-DeviceMatrix upload_matrix(Context& context, const WeightMatrix& w) {
+DeviceMatrix create_matrix(Context& context, const WeightMatrix& like, int rows) {
   std::string why;
-  if (!device_matmul_supports(w, &why)) throw Error("Vulkan matmul: unsupported weights: " + why);
+  if (!device_matmul_supports(like, &why))
+    throw Error("Vulkan matmul: unsupported weights: " + why);
   DeviceMatrix d;
-  d.format = w.format;
-  d.rows = w.rows;
-  d.cols = w.cols;
-  d.bits = w.bits;
-  d.group_size = w.group_size;
-  d.scale_type = w.scale_type;
-  const size_t data_bytes = size_t(w.rows) * w.row_bytes();
-  d.data = context.create_buffer(data_bytes);
-  context.upload(d.data, 0, w.data, data_bytes);
-  if (w.quantized()) {
-    const size_t meta = size_t(w.rows) * w.groups_per_row() * scalar_size(w.scale_type);
+  d.format = like.format;
+  d.rows = rows;
+  d.cols = like.cols;
+  d.bits = like.bits;
+  d.group_size = like.group_size;
+  d.scale_type = like.scale_type;
+  d.data = context.create_buffer(size_t(rows) * like.row_bytes());
+  if (like.quantized()) {
+    const size_t meta = size_t(rows) * matrix_meta_row_bytes(d);
     d.scales = context.create_buffer(meta);
     d.biases = context.create_buffer(meta);
-    context.upload(d.scales, 0, w.scales, meta);
-    context.upload(d.biases, 0, w.biases, meta);
   }
+  return d;
+}
+
+void upload_rows(Context& context, const DeviceMatrix& d, int first_row, const WeightMatrix& w) {
+  std::string why;
+  if (!device_matmul_supports(w, &why)) throw Error("Vulkan matmul: unsupported weights: " + why);
+  if (w.format != d.format || w.cols != d.cols || w.bits != d.bits ||
+      w.group_size != d.group_size || (w.quantized() && w.scale_type != d.scale_type) ||
+      first_row < 0 || first_row + w.rows > d.rows)
+    throw Error("internal: Vulkan matrix rows of another format or shape");
+  const size_t row = matrix_row_bytes(d), meta = matrix_meta_row_bytes(d);
+  context.upload(d.data, size_t(first_row) * row, w.data, size_t(w.rows) * row);
+  if (w.quantized()) {
+    context.upload(d.scales, size_t(first_row) * meta, w.scales, size_t(w.rows) * meta);
+    context.upload(d.biases, size_t(first_row) * meta, w.biases, size_t(w.rows) * meta);
+  }
+}
+
+DeviceMatrix upload_matrix(Context& context, const WeightMatrix& w) {
+  DeviceMatrix d = create_matrix(context, w, w.rows);
+  upload_rows(context, d, 0, w);
   return d;
 }
 
@@ -92,13 +90,13 @@ void record_matmul(CommandRecorder& recorder, const DeviceMatrix& w, const Buffe
   const DeviceInfo& device = context.device_info();
   const bool affine = w.format == WeightFormat::kAffine;
   const size_t capacity = window_capacity(context);
-  const size_t row = row_bytes(w);
+  const size_t row = matrix_row_bytes(w);
   const size_t scale_bytes = affine ? scalar_size(w.scale_type) : 0;
-  const size_t meta_row = affine ? size_t(w.cols / w.group_size) * scale_bytes : 0;
+  const size_t meta_row = matrix_meta_row_bytes(w);
   const size_t x_row = size_t(w.cols) * 4, y_row = size_t(w.rows) * 4;
 
   // Rows per dispatch: the weights (and scales) of the rows must fit one binding each.
-  const size_t group_rows = rows_per_group(w);
+  const size_t group_rows = matmul_rows_per_group(w);
   size_t rows_per = std::min<size_t>(w.rows, size_t(device.max_workgroup_count[0]) * group_rows);
   rows_per = std::min(rows_per, capacity / row);
   if (affine) rows_per = std::min(rows_per, capacity / meta_row);
@@ -109,17 +107,10 @@ void record_matmul(CommandRecorder& recorder, const DeviceMatrix& w, const Buffe
     throw Error("Vulkan matmul: a " + std::to_string(w.rows) + "x" + std::to_string(w.cols) +
                 " matrix has rows wider than " + device.name + " can bind");
 
-  const Pipeline* pipeline;
-  if (affine) {
-    pipeline = &context.pipelines().get(
-        {fma_shader(context, "matmul_affine"),
-         5,
-         sizeof(AffinePush),
-         {uint32_t(w.bits), uint32_t(w.group_size), uint32_t(w.scale_type)}});
-  } else {
-    pipeline = &context.pipelines().get(
-        {fma_shader(context, "matmul_float"), 3, sizeof(FloatPush), {spec_weight_type(w.format)}});
-  }
+  const Pipeline& pipeline = context.pipelines().get(
+      {fma_shader(context, affine ? "matmul_affine" : "matmul_float"), affine ? 5u : 3u,
+       affine ? uint32_t(sizeof(AffinePush)) : uint32_t(sizeof(FloatPush)),
+       matmul_specialization(w)});
 
   for (size_t t0 = 0; t0 < size_t(T); t0 += tokens_per) {
     const size_t nt = std::min(tokens_per, size_t(T) - t0);
@@ -135,7 +126,7 @@ void record_matmul(CommandRecorder& recorder, const DeviceMatrix& w, const Buffe
         const FloatPush push{uint32_t(nr), uint32_t(w.cols), weights.base,
                              in.base,      out.base,         uint32_t(w.rows)};
         const Binding bindings[] = {weights.binding, in.binding, out.binding};
-        recorder.dispatch(*pipeline, bindings, &push, sizeof push,
+        recorder.dispatch(pipeline, bindings, &push, sizeof push,
                           uint32_t((nr + group_rows - 1) / group_rows), uint32_t(nt));
         continue;
       }
@@ -147,7 +138,7 @@ void record_matmul(CommandRecorder& recorder, const DeviceMatrix& w, const Buffe
                             biases.base,  in.base,          out.base,     uint32_t(w.rows)};
       const Binding bindings[] = {weights.binding, scales.binding, biases.binding, in.binding,
                                   out.binding};
-      recorder.dispatch(*pipeline, bindings, &push, sizeof push, uint32_t(nr), uint32_t(nt));
+      recorder.dispatch(pipeline, bindings, &push, sizeof push, uint32_t(nr), uint32_t(nt));
     }
   }
 }

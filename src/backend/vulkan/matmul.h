@@ -39,6 +39,13 @@ bool device_matmul_supports(const WeightMatrix& w, std::string* why);
 // Copies `w` (row-major, not tiled) to the device. Throws qmlx::Error for unsupported formats.
 DeviceMatrix upload_matrix(Context& context, const WeightMatrix& w);
 
+// upload_matrix in two steps, for matrices assembled from several (matmul_by_expert.h's
+// stacked experts): a matrix of `rows` rows in the format and width of `like`, its contents
+// undefined; then w's rows copied into rows [first_row, first_row + w.rows) of `d` (w in d's
+// format and width). Both throw qmlx::Error for unsupported formats.
+DeviceMatrix create_matrix(Context& context, const WeightMatrix& like, int rows);
+void upload_rows(Context& context, const DeviceMatrix& d, int first_row, const WeightMatrix& w);
+
 // x: [T][w.cols] floats, y: [T][w.rows] floats (overwritten), both from offset 0.
 void record_matmul(CommandRecorder& recorder, const DeviceMatrix& w, const Buffer& x, int T,
                    const Buffer& y);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "backend/vulkan/moe_router.h"
 #include "base/error.h"
 
 namespace qmlx::vulkan {
@@ -17,8 +18,8 @@ struct RowSelection {
 RowSelection select_rows(const WeightMatrix& w, const std::vector<int>& rows) {
   RowSelection s;
   const size_t row_bytes = w.row_bytes();
-  const size_t param_bytes = w.quantized() ? size_t(w.groups_per_row()) * scalar_size(w.scale_type)
-                                           : 0;
+  const size_t param_bytes =
+      w.quantized() ? size_t(w.groups_per_row()) * scalar_size(w.scale_type) : 0;
   for (int r : rows) {
     const uint8_t* d = w.data + size_t(r) * row_bytes;
     s.data.insert(s.data.end(), d, d + row_bytes);
@@ -56,8 +57,17 @@ class Uploader {
   DeviceMatrix matrix(const WeightMatrix& w) {
     DeviceMatrix m = upload_matrix(context_, w);
     advance(w.bytes());
-    bytes_ += m.data.size() + (m.scales ? m.scales.size() : 0) + (m.biases ? m.biases.size() : 0);
+    bytes_ += size_of(m);
     return m;
+  }
+  // One projection of all experts, stacked (`pick` chooses it from each expert's MLP).
+  DeviceExperts experts(const std::vector<MlpWeights>& all, WeightMatrix MlpWeights::*pick) {
+    std::vector<const WeightMatrix*> views;
+    for (const MlpWeights& e : all) views.push_back(&(e.*pick));
+    DeviceExperts d = upload_experts(context_, views);
+    for (const WeightMatrix* w : views) advance(w->bytes());
+    bytes_ += size_of(d.stacked);
+    return d;
   }
   Buffer floats(const std::vector<float>& v) {
     Buffer b = context_.create_buffer(v.size() * 4);
@@ -72,6 +82,9 @@ class Uploader {
   }
 
  private:
+  static size_t size_of(const DeviceMatrix& m) {
+    return m.data.size() + (m.scales ? m.scales.size() : 0) + (m.biases ? m.biases.size() : 0);
+  }
   void advance(uint64_t n) {
     done_ = std::min(total_, done_ + n);
     if (progress_) progress_(done_, total_);
@@ -90,6 +103,28 @@ void check_matrix(const WeightMatrix& w, const std::string& name) {
                 ", which the Vulkan kernels do not run yet (use --device cpu)");
 }
 
+void check_mlp(const MlpWeights& m, const std::string& at) {
+  check_matrix(m.gate, at + "gate_proj");
+  check_matrix(m.up, at + "up_proj");
+  check_matrix(m.down, at + "down_proj");
+}
+
+void check_moe(const MoeWeights& m, const ModelConfig& c, const std::string& at) {
+  const int E = int(m.experts.size()), k = c.experts_per_token;
+  if (E > kMaxRouterExperts || k > kMaxRouterTopK || k > E || k <= 0)
+    throw Error("--device vulkan: " + at + "MoE block routes to " + std::to_string(k) + " of " +
+                std::to_string(E) + " experts; the device router takes at most " +
+                std::to_string(kMaxRouterTopK) + " of " + std::to_string(kMaxRouterExperts) +
+                " (use --device cpu)");
+  check_matrix(m.router, at + "router");
+  for (int e = 0; e < E; ++e)
+    check_mlp(m.experts[size_t(e)], at + "expert " + std::to_string(e) + " ");
+  if (m.has_shared_expert) {
+    check_mlp(m.shared, at + "shared expert ");
+    check_matrix(m.shared_gate, at + "shared_expert_gate");
+  }
+}
+
 // Every reason the device cannot run this model, found before any upload.
 void check_supported(const ModelConfig& c, const ModelWeights& weights) {
   check_matrix(weights.embed, "the token embedding");
@@ -97,9 +132,6 @@ void check_supported(const ModelConfig& c, const ModelWeights& weights) {
   for (size_t l = 0; l < weights.layers.size(); ++l) {
     const LayerWeights& layer = weights.layers[l];
     const std::string at = "layer " + std::to_string(l) + "'s ";
-    if (layer.moe)
-      throw Error("--device vulkan: " + at +
-                  "MoE block does not run on the device yet (use --device cpu)");
     if (layer.full_attention) {
       const AttentionWeights& a = layer.attention;
       for (const auto& [m, name] : {std::pair{&a.q, "q_proj"}, {&a.k, "k_proj"},
@@ -119,11 +151,14 @@ void check_supported(const ModelConfig& c, const ModelWeights& weights) {
                                     {&d.out, "out_proj"}})
         check_matrix(*m, at + name);
     }
-    check_matrix(layer.mlp.gate, at + "mlp gate_proj");
-    check_matrix(layer.mlp.up, at + "mlp up_proj");
-    check_matrix(layer.mlp.down, at + "mlp down_proj");
+    if (layer.moe)
+      check_moe(layer.moe_ffn, c, at);
+    else
+      check_mlp(layer.mlp, at + "mlp ");
   }
 }
+
+uint64_t mlp_bytes(const MlpWeights& m) { return m.gate.bytes() + m.up.bytes() + m.down.bytes(); }
 
 uint64_t total_bytes(const ModelWeights& w) {
   uint64_t total = w.embed.bytes() + (w.head.data == w.embed.data ? 0 : w.head.bytes());
@@ -139,9 +174,34 @@ uint64_t total_bytes(const ModelWeights& w) {
       total += d.qkv.bytes() + d.z.bytes() + d.b.bytes() + d.a.bytes() + d.out.bytes();
       total += (d.conv.size() + d.dt_bias.size() + d.A.size() + d.norm.size()) * 4;
     }
-    total += l.mlp.gate.bytes() + l.mlp.up.bytes() + l.mlp.down.bytes();
+    if (!l.moe) {
+      total += mlp_bytes(l.mlp);
+      continue;
+    }
+    const MoeWeights& m = l.moe_ffn;
+    total += m.router.bytes();
+    for (const MlpWeights& e : m.experts) total += mlp_bytes(e);
+    if (m.has_shared_expert) total += mlp_bytes(m.shared) + m.shared_gate.bytes();
   }
   return total;
+}
+
+DeviceMlp upload_mlp(Uploader& up, const MlpWeights& m) {
+  return {up.matrix(m.gate), up.matrix(m.up), up.matrix(m.down)};
+}
+
+DeviceMoe upload_moe(Uploader& up, const MoeWeights& m) {
+  DeviceMoe d;
+  d.router = up.matrix(m.router);
+  d.gate = up.experts(m.experts, &MlpWeights::gate);
+  d.up = up.experts(m.experts, &MlpWeights::up);
+  d.down = up.experts(m.experts, &MlpWeights::down);
+  d.has_shared_expert = m.has_shared_expert;
+  if (m.has_shared_expert) {
+    d.shared = upload_mlp(up, m.shared);
+    d.shared_gate = up.matrix(m.shared_gate);
+  }
+  return d;
 }
 
 }  // namespace
@@ -188,9 +248,11 @@ DeviceWeights upload_weights(Context& context, const ModelConfig& c, const Model
       d.delta_net.A = up.floats(n.A);
       d.delta_net.norm = up.floats(n.norm);
     }
-    d.mlp.gate = up.matrix(l.mlp.gate);
-    d.mlp.up = up.matrix(l.mlp.up);
-    d.mlp.down = up.matrix(l.mlp.down);
+    d.moe = l.moe;
+    if (l.moe)
+      d.moe_ffn = upload_moe(up, l.moe_ffn);
+    else
+      d.mlp = upload_mlp(up, l.mlp);
     out.layers.push_back(std::move(d));
   }
   up.finish();

@@ -2,7 +2,9 @@
 // (backend/vulkan/matmul.h), every norm and small vector as floats, laid out for the device
 // forward pass (vulkan_forward.cpp). One change of layout: a gated attention layer's q_proj,
 // whose rows are [q_h | gate_h] per head, is uploaded as two matrices (the q rows, the gate
-// rows), so each projection's output is contiguous for the per-head norm and the gate.
+// rows), so each projection's output is contiguous for the per-head norm and the gate. And a MoE
+// block's routed experts are stacked per projection (backend/vulkan/matmul_by_expert.h), so the
+// expert the router picks on the device can be addressed there.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "backend/vulkan/matmul.h"
+#include "backend/vulkan/matmul_by_expert.h"
 #include "model/config.h"
 #include "model/weights.h"
 
@@ -29,12 +32,22 @@ struct DeviceMlp {
   DeviceMatrix gate, up, down;
 };
 
+struct DeviceMoe {
+  DeviceMatrix router;           // [E, H]
+  DeviceExperts gate, up, down;  // E stacked matrices each
+  bool has_shared_expert = false;
+  DeviceMlp shared;
+  DeviceMatrix shared_gate;  // [1, H]
+};
+
 struct DeviceLayer {
   bool full_attention = true;
+  bool moe = false;  // the feed-forward block: moe_ffn when set, else mlp
   Buffer input_norm, post_norm;
   DeviceAttention attention;
   DeviceDeltaNet delta_net;
   DeviceMlp mlp;
+  DeviceMoe moe_ffn;
 };
 
 struct DeviceWeights {

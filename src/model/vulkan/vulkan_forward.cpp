@@ -3,13 +3,18 @@
 // per call, whatever the number of sequences and layers:
 //
 //   h = embed(ids)
-//   per layer: h += Mixer(RMSNorm_in(h)); h += MLP(RMSNorm_post(h))
+//   per layer: h += Mixer(RMSNorm_in(h)); h += FFN(RMSNorm_post(h))
 //     attention:  q, gate, k, v = projections; q, k normed per head and rotated; K/V rows stored
 //                 at each sequence's positions; causal attention over its cache; o * sigmoid(gate)
 //                 when gated; o_proj
 //     DeltaNet:   qkv, z, b, a = projections; causal conv + SiLU over each sequence's conv
 //                 state; q, k L2-normed; beta, g; the gated delta rule over its SSM state;
 //                 gated RMSNorm with z; out_proj
+//     MLP:        down(silu(gate x) * up x)
+//     MoE:        router logits; softmax top k (renormalised when configured) on the device;
+//                 each token's k experts' MLPs by expert id from those choices (no read-back:
+//                 the whole step stays one submission); their weighted sum; plus the shared
+//                 expert's MLP gated by sigmoid(shared_expert_gate x)
 //   logits = head(RMSNorm_final(h)) for the rows someone reads
 //
 // The projections and norms run over all rows of the batch at once; what reads or advances a
@@ -29,6 +34,9 @@
 #include "backend/vulkan/gated_delta.h"
 #include "backend/vulkan/kv_store.h"
 #include "backend/vulkan/l2_norm.h"
+#include "backend/vulkan/matmul_by_expert.h"
+#include "backend/vulkan/moe_combine.h"
+#include "backend/vulkan/moe_router.h"
 #include "backend/vulkan/rms_norm.h"
 #include "backend/vulkan/rms_norm_gated.h"
 #include "backend/vulkan/rope.h"
@@ -137,11 +145,14 @@ class VulkanForward final : public DeviceForward {
   // Scratch buffers of one call, kept from call to call (grown when a call has more rows).
   struct Scratch {
     Buffer ids, positions, h, normed, delta;
-    Buffer q, gate, k, v, o, scores;            // attention
-    Buffer qkv, conv, z, b, a, delta_out;       // DeltaNet
-    Buffer mlp_gate, mlp_up;                    // MLP
-    Buffer head_in, logits;                     // LM head
-    Buffer seq_a, seq_b, seq_c, seq_pos;        // one sequence's rows, when the batch has more
+    Buffer q, gate, k, v, o, scores;          // attention
+    Buffer qkv, conv, z, b, a, delta_out;     // DeltaNet
+    Buffer mlp_gate, mlp_up;                  // MLP (and a MoE block's shared expert)
+    Buffer router, route_ids, route_weights;  // MoE: logits [T][E], choices [T][k]
+    Buffer expert_gate, expert_up, routed;    // MoE: per route [T * k][I or H]
+    Buffer shared, shared_gate;               // MoE: the shared expert's output and gate
+    Buffer head_in, logits;                   // LM head
+    Buffer seq_a, seq_b, seq_c, seq_pos;      // one sequence's rows, when the batch has more
   };
 
   static VulkanSequence& sequence(const ModelState& state) {
@@ -159,7 +170,8 @@ class VulkanForward final : public DeviceForward {
                               const std::vector<Span>& spans, int T) const;
   void record_delta_layer(CommandRecorder& rec, const DeviceLayer& layer, size_t slot,
                           const std::vector<Span>& spans, int T) const;
-  void record_mlp(CommandRecorder& rec, const DeviceLayer& layer, int T) const;
+  void record_mlp(CommandRecorder& rec, const DeviceMlp& w, int T, const Buffer& out) const;
+  void record_moe(CommandRecorder& rec, const DeviceMoe& w, int T) const;
 
   std::shared_ptr<Context> context_;
   ModelConfig c_;
@@ -207,10 +219,29 @@ void VulkanForward::prepare_scratch(int T, int head_rows, size_t scores_bytes,
   ensure(ctx, s_.seq_b, size_t(max_count) * seq_width * 4);
   ensure(ctx, s_.seq_c, size_t(max_count) * seq_width * 4);
   ensure(ctx, s_.seq_pos, size_t(max_count) * std::max(1, c_.linear_value_heads) * 4);
-  size_t I = 0;
-  for (const DeviceLayer& l : w_.layers) I = std::max(I, size_t(l.mlp.gate.rows));
+  size_t I = 0, E = 0, routed_I = 0;
+  for (const DeviceLayer& l : w_.layers) {
+    if (!l.moe) {
+      I = std::max(I, size_t(l.mlp.gate.rows));
+      continue;
+    }
+    E = std::max(E, size_t(l.moe_ffn.gate.experts));
+    routed_I = std::max(routed_I, size_t(l.moe_ffn.gate.rows));
+    if (l.moe_ffn.has_shared_expert) I = std::max(I, size_t(l.moe_ffn.shared.gate.rows));
+  }
   ensure(ctx, s_.mlp_gate, rows * I * 4);
   ensure(ctx, s_.mlp_up, rows * I * 4);
+  if (E > 0) {
+    const size_t routes = rows * size_t(c_.experts_per_token);
+    ensure(ctx, s_.router, rows * E * 4);
+    ensure(ctx, s_.route_ids, routes * 4);
+    ensure(ctx, s_.route_weights, routes * 4);
+    ensure(ctx, s_.expert_gate, routes * routed_I * 4);
+    ensure(ctx, s_.expert_up, routes * routed_I * 4);
+    ensure(ctx, s_.routed, routes * H * 4);
+    ensure(ctx, s_.shared, rows * H * 4);
+    ensure(ctx, s_.shared_gate, rows * 4);
+  }
   ensure(ctx, s_.head_in, size_t(head_rows) * H * 4);
   ensure(ctx, s_.logits, size_t(head_rows) * c_.vocab_size * 4);
 }
@@ -236,10 +267,10 @@ void VulkanForward::record_attention_layer(CommandRecorder& rec, const DeviceLay
   for (const Span& sp : spans) {
     VulkanSequence& seq = *sp.sequence;
     VulkanSequence::Rows& cache = seq.kv[slot];
-    record_kv_store(rec, s_.k, size_t(sp.first) * Nkv * D, sp.count, Nkv, D, seq.kv_type,
-                    cache.k, sp.position);
-    record_kv_store(rec, s_.v, size_t(sp.first) * Nkv * D, sp.count, Nkv, D, seq.kv_type,
-                    cache.v, sp.position);
+    record_kv_store(rec, s_.k, size_t(sp.first) * Nkv * D, sp.count, Nkv, D, seq.kv_type, cache.k,
+                    sp.position);
+    record_kv_store(rec, s_.v, size_t(sp.first) * Nkv * D, sp.count, Nkv, D, seq.kv_type, cache.v,
+                    sp.position);
     // The kernel reads its rows from the start of its buffers: a sequence that does not
     // start the batch works on copies of its rows.
     const Buffer& q = alone ? s_.q : s_.seq_a;
@@ -280,8 +311,8 @@ void VulkanForward::record_delta_layer(CommandRecorder& rec, const DeviceLayer& 
   for (const Span& sp : spans) {
     VulkanSequence::Recurrent& state = sp.sequence->recurrent[slot];
     if (alone) {
-      record_causal_conv1d_silu(rec, s_.qkv, size_t(CD), T, CD, c_.conv_kernel, w.conv,
-                                state.conv, s_.conv);
+      record_causal_conv1d_silu(rec, s_.qkv, size_t(CD), T, CD, c_.conv_kernel, w.conv, state.conv,
+                                s_.conv);
       continue;
     }
     rec.copy(s_.qkv, size_t(sp.first) * conv_row, s_.seq_a, 0, size_t(sp.count) * conv_row);
@@ -315,17 +346,39 @@ void VulkanForward::record_delta_layer(CommandRecorder& rec, const DeviceLayer& 
     record_gated_delta(rec, in, s_.seq_a, s_.seq_b, s_.seq_pos, state.ssm, s_.seq_c);
     rec.copy(s_.seq_c, 0, s_.delta_out, size_t(sp.first) * out_row, size_t(sp.count) * out_row);
   }
-  record_rms_norm_gated(rec, s_.delta_out, s_.z, w.norm, s_.delta_out, T * Hv, Dv,
-                        c_.rms_norm_eps);
+  record_rms_norm_gated(rec, s_.delta_out, s_.z, w.norm, s_.delta_out, T * Hv, Dv, c_.rms_norm_eps);
   record_matmul(rec, w.out, s_.delta_out, T, s_.delta);
 }
 
-void VulkanForward::record_mlp(CommandRecorder& rec, const DeviceLayer& layer, int T) const {
-  const DeviceMlp& w = layer.mlp;
+void VulkanForward::record_mlp(CommandRecorder& rec, const DeviceMlp& w, int T,
+                               const Buffer& out) const {
   record_matmul(rec, w.gate, s_.normed, T, s_.mlp_gate);
   record_matmul(rec, w.up, s_.normed, T, s_.mlp_up);
   record_silu_mul(rec, s_.mlp_gate, s_.mlp_up, size_t(T) * w.gate.rows);
-  record_matmul(rec, w.down, s_.mlp_gate, T, s_.delta);
+  record_matmul(rec, w.down, s_.mlp_gate, T, out);
+}
+
+// ffn_layers.cpp's moe_layer on the device. The CPU groups tokens by expert and runs each
+// active expert once over its rows; here every route (token, j-th choice) is a row of its own
+// through its expert's matrices (matmul_by_expert.h), which gives each row the same result,
+// needs no host to read the router's choice, and never lets one row's work depend on another's.
+void VulkanForward::record_moe(CommandRecorder& rec, const DeviceMoe& w, int T) const {
+  const int H = c_.hidden_size, k = c_.experts_per_token;
+  record_matmul(rec, w.router, s_.normed, T, s_.router);
+  record_moe_route(rec, s_.router, T, w.gate.experts, k, c_.norm_topk_prob, s_.route_ids,
+                   s_.route_weights);
+  record_matmul_by_expert(rec, w.gate, s_.normed, ExpertInput::kToken, s_.route_ids, T, k,
+                          s_.expert_gate);
+  record_matmul_by_expert(rec, w.up, s_.normed, ExpertInput::kToken, s_.route_ids, T, k,
+                          s_.expert_up);
+  record_silu_mul(rec, s_.expert_gate, s_.expert_up, size_t(T) * k * w.gate.rows);
+  record_matmul_by_expert(rec, w.down, s_.expert_gate, ExpertInput::kRoute, s_.route_ids, T, k,
+                          s_.routed);
+  record_moe_combine(rec, s_.routed, s_.route_ids, s_.route_weights, T, k, H, s_.delta);
+  if (!w.has_shared_expert) return;
+  record_mlp(rec, w.shared, T, s_.shared);
+  record_matmul(rec, w.shared_gate, s_.normed, T, s_.shared_gate);
+  record_shared_expert_add(rec, s_.delta, s_.shared, s_.shared_gate, T, H);
 }
 
 void VulkanForward::forward(std::span<const BatchSegment* const> segments) const {
@@ -356,8 +409,8 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
   for (const Span& sp : spans) {
     sp.sequence->reserve(sp.position + sp.count, sp.position, rec, retired);
     if (sp.segment->kind == RowKind::kGenerated && attention_layers_ > 0)
-      scores_bytes = std::max(scores_bytes, size_t(sp.count) * c_.num_heads *
-                                                size_t(sp.sequence->capacity) * 4);
+      scores_bytes = std::max(scores_bytes,
+                              size_t(sp.count) * c_.num_heads * size_t(sp.sequence->capacity) * 4);
   }
   prepare_scratch(T, std::max(head_rows, 1), scores_bytes, max_count);
   if (c_.rotary_dim > 0 && rope_.positions < max_position) {
@@ -379,7 +432,10 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
       record_delta_layer(rec, layer, delta_slot++, spans, T);
     record_add(rec, s_.h, s_.delta, n);
     record_rms_norm(rec, s_.h, layer.post_norm, s_.normed, T, H, c_.rms_norm_eps, false);
-    record_mlp(rec, layer, T);
+    if (layer.moe)
+      record_moe(rec, layer.moe_ffn, T);
+    else
+      record_mlp(rec, layer.mlp, T, s_.delta);
     record_add(rec, s_.h, s_.delta, n);
   }
   record_rms_norm(rec, s_.h, w_.final_norm, s_.normed, T, H, c_.rms_norm_eps, false);

@@ -1,0 +1,53 @@
+// The arithmetic of one matmul_affine output, shared by matmul_affine.glsl (rows of one
+// matrix) and matmul_by_expert_affine.glsl (rows of the matrix a router picked), so an
+// expert's row is bit-identical to the plain matmul of that expert's matrix.
+//
+// sum_k W[row][k] * x[k] for MLX affine-quantized weights (kernels/weight_matrix.h): a row is
+// an LSB-first stream of BITS-bit codes q packed in uint32 words, and
+// W[row][k] = scale[g] * q + bias[g] with g = k / GROUP_SIZE, computed as one fma exactly as
+// the CPU dequantizes. One workgroup computes one output: its 64 invocations take one word (8
+// or 4 codes) each in turn, accumulate with fma in column order and meet in a fixed tree, so
+// results do not depend on the batch. The including shader declares binding 4 (its output)
+// and its push constants.
+#include "fma.glsl"
+#include "scalar_load.glsl"
+#include "workgroup_sum.glsl"
+
+layout(local_size_x = 64) in;
+
+layout(constant_id = 0) const uint BITS = 4;         // 4 or 8
+layout(constant_id = 1) const uint GROUP_SIZE = 64;  // 32, 64 or 128
+layout(constant_id = 2) const uint SCALE_TYPE = 1;   // 0 f32, 1 f16, 2 bf16
+
+layout(std430, binding = 0) readonly buffer Codes { uint codes[]; };
+layout(std430, binding = 1) readonly buffer Scales { uint scales[]; };
+layout(std430, binding = 2) readonly buffer Biases { uint biases[]; };
+layout(std430, binding = 3) readonly buffer Input { float x[]; };
+
+const uint CODES_PER_WORD = 32u / BITS;
+const uint MASK = (1u << BITS) - 1u;
+
+float scale_at(uint i) { return widen_scalar(scales[scalar_word(i, SCALE_TYPE)], i, SCALE_TYPE); }
+float bias_at(uint i) { return widen_scalar(biases[scalar_word(i, SCALE_TYPE)], i, SCALE_TYPE); }
+
+// The dot product of the row whose codes start at word code_row, whose scales and biases start
+// at elements scale_row and bias_row, with the inputs from element x_row, `cols` long. Every
+// invocation of the workgroup calls it and gets the result.
+float affine_row_dot(uint code_row, uint scale_row, uint bias_row, uint x_row, uint cols) {
+  const uint lane = gl_LocalInvocationID.x;
+  const uint words_per_row = cols / CODES_PER_WORD;
+  float acc = 0.0;
+  for (uint word = lane; word < words_per_row; word += 64u) {
+    const uint packed = codes[code_row + word];
+    const uint k0 = word * CODES_PER_WORD;
+    // A word never straddles two groups: GROUP_SIZE is a multiple of CODES_PER_WORD.
+    const uint g = k0 / GROUP_SIZE;
+    const float scale = scale_at(scale_row + g);
+    const float bias = bias_at(bias_row + g);
+    for (uint c = 0u; c < CODES_PER_WORD; ++c) {
+      const float q = float((packed >> (c * BITS)) & MASK);
+      acc = FMA(FMA(scale, q, bias), x[x_row + k0 + c], acc);
+    }
+  }
+  return workgroup_sum(acc);
+}
