@@ -35,6 +35,29 @@ if err=$(QMLX_VULKAN_LOADER=/nonexistent/libvulkan.so.1 "$qmlx" devices --device
 fi
 grep -q "Vulkan is not available; found: no Vulkan loader" <<<"$err" || fail "no-loader error: $err"
 
+# The forward pass asked of a device that is not there: generate and serve refuse to start,
+# naming what was found (never a quiet fall back to the CPU).
+model=$(mktemp -d)
+trap 'rm -rf "$model"' EXIT
+"$qmlx" make-model --out "$model/m" --arch qwen3 >/dev/null 2>&1 || fail "make-model"
+if err=$(QMLX_VULKAN_LOADER=/nonexistent/libvulkan.so.1 "$qmlx" generate --model "$model/m" \
+         --tokens 1,2,3 --max-tokens 1 --device vulkan 2>&1); then
+  fail "generate --device vulkan without a loader succeeded"
+fi
+grep -q "no Vulkan loader (/nonexistent/libvulkan.so.1) found" <<<"$err" || fail "generate error: $err"
+if err=$("$qmlx" generate --model "$model/m" --tokens 1,2,3 --max-tokens 1 --device vulkan:99 2>&1)
+then
+  fail "generate --device vulkan:99 succeeded"
+fi
+grep -q "no device 99; found: 0: llvmpipe" <<<"$err" || fail "generate vulkan:99 error: $err"
+# ... and where it is there, the tokens are the CPU's (a random model's greedy picks; a near-tie
+# could differ, which this seed does not have).
+cpu=$("$qmlx" generate --model "$model/m" --tokens 1,2,3 --max-tokens 8 --json 2>/dev/null |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens"])')
+gpu=$("$qmlx" generate --model "$model/m" --tokens 1,2,3 --max-tokens 8 --json --device vulkan \
+      2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens"])')
+[[ "$cpu" == "$gpu" ]] || fail "generate on the device: $gpu, on the CPU: $cpu"
+
 # Validation on: probing must produce no validation messages (they are logged as errors).
 log=$(QMLX_VULKAN_VALIDATION=1 "$qmlx" devices 2>&1 >/dev/null)
 [[ -z "$log" ]] || fail "stderr with validation on: $log"
