@@ -6,6 +6,8 @@
 // --kv-cache-dtype: how the Session stores K/V rows (default bf16, the server's default).
 // --context N: decode runs after N positions, the prompt's K/V rows repeated up to N
 // (bench/kv_cache/long_context.h): decode speed at long context without the long prefill.
+// --device D: the forward pass on D (cpu, vulkan, vulkan:N); with a device, give the device's
+// copy bandwidth (bench/gpu/device_bandwidth) as QMLX_BENCH_BANDWIDTH_GBS for its roofline.
 // --batch B[,B...]: also decodes B sequences together (Model::forward_batch, one generated row
 // each, every sequence after the same prompt) for decode_tokens steps, per B: the time of one
 // step and the aggregate tokens/s (batch_decode in the JSON).
@@ -64,11 +66,17 @@ double read_bandwidth_gb_per_s() {
   return best;
 }
 
+// Token ids the benchmarks feed: the first 1,000 of the vocabulary (fewer in a tiny model's).
+uint32_t token_range(const qmlx::Model& model) {
+  return uint32_t(std::min(1000, model.config().vocab_size));
+}
+
 // Decode steps of `batch` sequences together, each at the prompt's state: one forward_batch of
 // one generated row per sequence per step.
 nlohmann::json batch_decode(const qmlx::Model& model, const qmlx::ModelState& prompt_state,
                             int batch, int steps, std::mt19937& rng) {
-  std::vector<qmlx::ModelState> states(batch, prompt_state);
+  std::vector<qmlx::ModelState> states;
+  for (int b = 0; b < batch; ++b) states.push_back(model.clone_state(prompt_state));
   std::vector<int32_t> tokens(batch);
   std::vector<std::vector<float>> logits(batch, std::vector<float>(model.config().vocab_size));
   std::vector<qmlx::BatchSegment> segments(batch);
@@ -80,7 +88,7 @@ nlohmann::json batch_decode(const qmlx::Model& model, const qmlx::ModelState& pr
   }
   auto start = Clock::now();
   for (int step = 0; step < steps; ++step) {
-    for (int32_t& t : tokens) t = int32_t(rng() % 1000);
+    for (int32_t& t : tokens) t = int32_t(rng() % token_range(model));
     model.forward_batch(segments);
   }
   const double s = std::max(1e-9, seconds_since(start));
@@ -101,6 +109,7 @@ int main(int argc, char** argv) {
   qmlx::DType kv_dtype = qmlx::DType::kBF16;
   int64_t context = 0;
   std::vector<int> batches;
+  qmlx::ModelLoadOptions load_options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--kv-cache-dtype" && i + 1 < argc) {
@@ -110,6 +119,8 @@ int main(int argc, char** argv) {
         return 2;
       }
       kv_dtype = *t;
+    } else if (arg == "--device" && i + 1 < argc) {
+      load_options.device = argv[++i];
     } else if (arg == "--context" && i + 1 < argc) {
       context = std::atoll(argv[++i]);
     } else if (arg == "--batch" && i + 1 < argc) {
@@ -130,7 +141,7 @@ int main(int argc, char** argv) {
   if (args.empty()) {
     std::fprintf(stderr,
                  "usage: %s MODEL_DIR [prompt_tokens] [decode_tokens] [threads] "
-                 "[--kv-cache-dtype %s] [--context N] [--batch B[,B...]]\n"
+                 "[--kv-cache-dtype %s] [--context N] [--batch B[,B...]] [--device D]\n"
                  "  QMLX_PREFILL_CHUNK: tokens per prefill forward call (default: the engine's)\n",
                  argv[0], qmlx::dtype_choices().c_str());
     return 2;
@@ -144,13 +155,13 @@ int main(int argc, char** argv) {
   const char* given_bandwidth = std::getenv("QMLX_BENCH_BANDWIDTH_GBS");
   const double bandwidth = given_bandwidth ? std::atof(given_bandwidth) : read_bandwidth_gb_per_s();
   auto load_start = Clock::now();
-  auto model = qmlx::Model::load(dir);
+  auto model = qmlx::Model::load(dir, {}, load_options);
   const double load_s = seconds_since(load_start);
   const double per_token = qmlx::bench::weight_bytes_per_token(*model);
 
   std::mt19937 rng(1);
   std::vector<int32_t> prompt(prompt_tokens);
-  for (auto& t : prompt) t = int32_t(rng() % 1000);
+  for (auto& t : prompt) t = int32_t(rng() % token_range(*model));
 
   qmlx::SessionOptions session_options;
   session_options.kv_dtype = kv_dtype;
@@ -167,7 +178,7 @@ int main(int argc, char** argv) {
 
   cpu = process_cpu_seconds();
   auto decode_start = Clock::now();
-  for (int i = 0; i < decode_tokens; ++i) session.decode(int32_t(rng() % 1000));
+  for (int i = 0; i < decode_tokens; ++i) session.decode(int32_t(rng() % token_range(*model)));
   const double decode_s = std::max(1e-9, seconds_since(decode_start));
   const double decode_cpu = process_cpu_seconds() - cpu;
 
@@ -182,6 +193,7 @@ int main(int argc, char** argv) {
 
   nlohmann::json out = {
       {"engine", "qmlx"},
+      {"backend", model->backend_description()},
       {"model", dir},
       {"threads", qmlx::default_pool().size()},
       {"load_s", load_s},

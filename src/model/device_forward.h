@@ -43,6 +43,9 @@ class DeviceForward {
   virtual size_t weight_bytes() const = 0;
 
   virtual std::shared_ptr<DeviceSequence> new_sequence(KvType kv_type) const = 0;
+  // A copy of `sequence` in new device memory (its rows [0, rows) and recurrent state).
+  virtual std::shared_ptr<DeviceSequence> clone_sequence(const DeviceSequence& sequence,
+                                                         int64_t rows) const = 0;
 
   // Model::forward_batch's work for segments already checked (tokens, states), in row order:
   // prompt segments first. Advances no positions (the Model does).

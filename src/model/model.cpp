@@ -148,6 +148,12 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
   return model;
 }
 
+ModelState Model::clone_state(const ModelState& state) const {
+  ModelState copy = state;
+  if (state.device) copy.device = device_->clone_sequence(*state.device, state.position);
+  return copy;
+}
+
 std::string Model::backend_description() const {
   return device_ ? device_->description() : "cpu";
 }

@@ -74,6 +74,8 @@ class Model {
 
   // An empty state (position 0) with K/V rows stored as kv_type.
   ModelState new_state(KvType kv_type) const;
+  // An independent copy of `state` (a plain copy shares a device state; this one does not).
+  ModelState clone_state(const ModelState& state) const;
 
   // Feeds tokens at positions [state.position, state.position + T): appends their K/V rows,
   // advances the recurrent state and the position, and writes the logits after the last token

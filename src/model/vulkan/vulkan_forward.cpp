@@ -100,6 +100,28 @@ class VulkanForward final : public DeviceForward {
     return s;
   }
 
+  std::shared_ptr<DeviceSequence> clone_sequence(const DeviceSequence& from,
+                                                 int64_t rows) const override {
+    auto copy = std::static_pointer_cast<VulkanSequence>(new_sequence(
+        static_cast<const VulkanSequence&>(from).kv_type));
+    std::lock_guard lock(mutex_);
+    const auto& source = static_cast<const VulkanSequence&>(from);
+    std::vector<Buffer> retired;
+    CommandRecorder recorder(*context_);
+    copy->reserve(rows, 0, recorder, retired);
+    const size_t bytes = size_t(rows) * source.row_bytes;
+    for (size_t a = 0; a < source.kv.size() && bytes > 0; ++a) {
+      recorder.copy(source.kv[a].k, 0, copy->kv[a].k, 0, bytes);
+      recorder.copy(source.kv[a].v, 0, copy->kv[a].v, 0, bytes);
+    }
+    for (size_t r = 0; r < source.recurrent.size(); ++r) {
+      recorder.copy(source.recurrent[r].conv, 0, copy->recurrent[r].conv, 0, conv_bytes());
+      recorder.copy(source.recurrent[r].ssm, 0, copy->recurrent[r].ssm, 0, ssm_bytes());
+    }
+    recorder.submit_and_wait();
+    return copy;
+  }
+
   void forward(std::span<const BatchSegment* const> segments) const override;
 
   void read_kv_rows(const ModelState& state, int a, int64_t begin, int64_t end, uint8_t* k,
