@@ -13,4 +13,11 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// The compute device cannot do the work now: it was lost, did not finish in time, or ran out of
+// memory. Nothing is wrong with the request: the server answers 503 (retry), not 500.
+class DeviceUnavailable : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace qmlx

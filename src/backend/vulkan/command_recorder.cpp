@@ -1,6 +1,8 @@
 #include "backend/vulkan/command_recorder.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 
 #include "base/error.h"
 
@@ -180,6 +182,11 @@ void CommandRecorder::copy(const Buffer& src, size_t src_offset, const Buffer& d
   fn_.vkCmdCopyBuffer(commands_, src.handle(), dst.handle(), 1, &region);
 }
 
+bool device_loss_simulated() {
+  const char* file = std::getenv("QMLX_VULKAN_LOSE_DEVICE_FILE");
+  return file != nullptr && *file != '\0' && std::filesystem::exists(file);
+}
+
 void CommandRecorder::submit_and_wait() {
   check_recording();
   submitted_ = true;
@@ -190,10 +197,14 @@ void CommandRecorder::submit_and_wait() {
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &commands_;
   const std::string& name = context_.device_info().name;
+  if (device_loss_simulated()) {
+    context_.mark_lost("device lost (simulated: $QMLX_VULKAN_LOSE_DEVICE_FILE exists)", {});
+    throw DeviceUnavailable("Vulkan: device lost on " + name + " while submitting work");
+  }
   VkResult result = fn_.vkQueueSubmit(context_.queue(), 1, &submit, fence_);
   if (result == VK_ERROR_DEVICE_LOST) {
     context_.mark_lost("device lost (at submit)", {});
-    throw Error("Vulkan: device lost on " + name + " while submitting work");
+    throw DeviceUnavailable("Vulkan: device lost on " + name + " while submitting work");
   }
   check(result, "vkQueueSubmit");
   const auto timeout = context_.fence_timeout();
@@ -206,8 +217,8 @@ void CommandRecorder::submit_and_wait() {
   // The command buffer may still run: its pools and fence go to the context, freed once it ends.
   context_.mark_lost(why, {fence_, command_pool_, std::move(descriptor_pools_)});
   handed_over_ = true;
-  throw Error("Vulkan: " + why + " on " + name + " (" + std::to_string(dispatches_) +
-              " dispatches); the device context is unusable");
+  throw DeviceUnavailable("Vulkan: " + why + " on " + name + " (" + std::to_string(dispatches_) +
+                          " dispatches); the device context is unusable");
 }
 
 }  // namespace qmlx::vulkan

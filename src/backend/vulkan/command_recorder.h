@@ -27,6 +27,10 @@ struct Binding {
   Access access = Access::kRead;
 };
 
+// For tests of what a lost device does to its users: once the file $QMLX_VULKAN_LOSE_DEVICE_FILE
+// names exists, every submission fails as on a lost device (the context becomes unusable).
+bool device_loss_simulated();
+
 class CommandRecorder {
  public:
   explicit CommandRecorder(Context& context);

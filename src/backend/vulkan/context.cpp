@@ -150,7 +150,8 @@ bool Context::drain_pending() {
 }
 
 void Context::check_usable() const {
-  if (!lost_.empty()) throw Error("Vulkan device " + info_.name + " is unusable: " + lost_);
+  if (!lost_.empty())
+    throw DeviceUnavailable("Vulkan device " + info_.name + " is unusable: " + lost_);
 }
 
 void Context::mark_lost(const std::string& why, PendingSubmission pending) {
@@ -193,7 +194,8 @@ Buffer Context::allocate(size_t bytes, VkBufferUsageFlags usage, bool host_visib
   alloc.memoryTypeIndex = uint32_t(type);
   VkResult result = fn_.vkAllocateMemory(device_, &alloc, nullptr, &b.memory_);
   if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY)
-    throw Error("Vulkan: out of memory allocating " + human_bytes(bytes) + " on " + info_.name);
+    throw DeviceUnavailable("Vulkan: out of memory allocating " + human_bytes(bytes) + " on " +
+                            info_.name);
   check(result, "vkAllocateMemory");
   check(fn_.vkBindBufferMemory(device_, b.buffer_, b.memory_, 0), "vkBindBufferMemory");
   if (mapped) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/error.h"
 #include "base/logging.h"
 
 namespace qmlx::server {
@@ -314,14 +315,18 @@ void Scheduler::run_one(GenerationJob& job, InferenceSession& session) {
                                    outcome.finish, outcome.stats);
     }
   } catch (const std::exception& e) {
-    log_error("uid=" + std::to_string(job.uid()) + " generation failed: " + e.what());
+    // A device that failed (lost, timed out, out of memory) is the server's trouble, not the
+    // request's: 503, so a client retries.
+    const int status = dynamic_cast<const DeviceUnavailable*>(&e) ? 503 : 500;
+    log_error("uid=" + std::to_string(job.uid()) + " generation failed: status=" +
+              std::to_string(status) + " " + e.what());
     if (activity_) {
-      activity_->record_rejected(job.uid(), route_path(job.request().route), job.origin(), 500,
+      activity_->record_rejected(job.uid(), route_path(job.request().route), job.origin(), status,
                                  std::string("generation failed: ") + e.what());
     }
     GenerationEvent event;
     event.kind = GenerationEvent::Kind::kError;
-    event.status = 500;
+    event.status = status;
     event.message = std::string("generation failed: ") + e.what();
     job.publish(std::move(event));
     session.reset();
