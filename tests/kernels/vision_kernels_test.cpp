@@ -90,7 +90,7 @@ TEST(BiasedMatmulTest, AddsTheBiasToEveryRow) {
 }
 
 TEST(BidirectionalAttentionTest, EveryRowSeesEveryRowThroughAFusedQkvLayout) {
-  const int T = 37, heads = 3, D = 16;  // 37 rows: three query blocks, the last one partial
+  const int T = 101, heads = 3, D = 16;  // three query blocks of 48, the last one partial
   const size_t stride = size_t(3) * heads * D;
   auto qkv = random_vector(T * stride, 7);
   const float* q = qkv.data();
