@@ -24,6 +24,7 @@ struct ShapeFlags {
       moe_intermediate, shared_intermediate, vocab, full_attention_interval;
   std::optional<bool> tie;
   bool mtp = false;
+  bool vision = false;
 };
 
 void add_shape_flags(CLI::App& app, ShapeFlags& f) {
@@ -48,6 +49,9 @@ void add_shape_flags(CLI::App& app, ShapeFlags& f) {
   app.add_flag("--mtp", f.mtp,
                "add a multi-token-prediction head (mtp.*; Qwen3.5, Qwen3-Next; with --script, one "
                "that predicts the script's token after next)");
+  app.add_flag("--vision", f.vision,
+               "add a tiny random vision tower (model.visual.*, Hugging Face layout; Qwen3.5) "
+               "and its vision_config");
 }
 
 void apply_shape_flags(const ShapeFlags& f, ModelShape& s) {
@@ -72,6 +76,7 @@ void apply_shape_flags(const ShapeFlags& f, ModelShape& s) {
   set(f.full_attention_interval, s.full_attention_interval);
   if (f.tie) s.tie = *f.tie;
   if (f.mtp) s.mtp = true;
+  if (f.vision) s.vision = true;
 }
 
 std::string read_text_file(const std::string& path, const std::string& flag) {
@@ -155,6 +160,8 @@ int run_make_model(int argc, char** argv) {
   options.omit_tensors = omit_tensors;
   apply_shape_flags(shape_flags, options.shape);
   if (format == "gguf") {
+    if (options.shape.vision)
+      throw Error("--vision writes safetensors only (a GGUF tower is a separate mmproj file)");
     write_random_gguf_model(options, parse_gguf_recipe(gguf_type), out);
     std::printf("wrote %s GGUF model to %s\n", arch_name(options.arch), out.c_str());
     return 0;

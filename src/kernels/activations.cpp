@@ -29,6 +29,19 @@ void silu_in_place(float* a, size_t n) {
   for (; i < n; ++i) a[i] = silu(a[i]);
 }
 
+void gelu_tanh_in_place(float* a, size_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (size_t i = 0; i < n; ++i) {
+    const float x = a[i];
+    a[i] = 0.5f * x * (1.f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+  }
+}
+
+void gelu_erf_in_place(float* a, size_t n) {
+  constexpr float kInvSqrt2 = 0.7071067811865476f;
+  for (size_t i = 0; i < n; ++i) a[i] = 0.5f * a[i] * (1.f + std::erf(a[i] * kInvSqrt2));
+}
+
 void softmax(float* x, size_t n) {
   if (n == 0) return;
   float m = *std::max_element(x, x + n);

@@ -16,6 +16,14 @@ void silu_mul(float* a, const float* b, size_t n);
 // a[i] = silu(a[i]).
 void silu_in_place(float* a, size_t n);
 
+// GELU in the two forms the vision tower uses, in place: the tanh approximation
+// (torch's gelu(approximate="tanh"), "gelu_pytorch_tanh": the blocks' MLP)
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), and the exact one (nn.GELU(): the patch
+// merger) 0.5 x (1 + erf(x / sqrt(2))). The two differ by up to about 5e-4, far above float
+// rounding, so a checkpoint's choice must be followed.
+void gelu_tanh_in_place(float* a, size_t n);
+void gelu_erf_in_place(float* a, size_t n);
+
 // In place, numerically stable (max subtracted).
 void softmax(float* x, size_t n);
 

@@ -203,6 +203,14 @@ ModelConfig ModelConfig::from_json(const json& top, const std::string& source) {
   }
   c.full_attention = parse_layer_types(f, c.num_layers, c.hybrid());
   c.quantization = parse_quantization(top, source);
+  const bool multimodal = c.arch == Architecture::kQwen3_5 || c.arch == Architecture::kQwen3_5Moe;
+  if (multimodal && top.contains("vision_config")) {
+    try {
+      c.vision = VisionConfig::from_json(top["vision_config"], source);
+    } catch (const Error& e) {
+      c.vision_config_error = e.what();
+    }
+  }
 
   auto positive = [&](int v, const char* name) {
     if (v <= 0) throw Error(source + ": field '" + name + "' must be positive");

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "model/vision_config.h"
+
 namespace qmlx {
 
 enum class Architecture { kQwen3_5, kQwen3_5Moe, kQwen3Next, kQwen3 };
@@ -65,6 +67,11 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   std::vector<bool> full_attention;  // per layer
   QuantConfig quantization;
+  // Qwen3.5's vision tower (`vision_config`); absent for the text-only families and for a
+  // Qwen3.5 config without one. A vision_config that does not parse leaves it absent and says
+  // why in vision_config_error: the tower is optional, the text model still loads.
+  std::optional<VisionConfig> vision;
+  std::string vision_config_error;
 
   bool is_full_attention(int layer) const { return full_attention[layer]; }
   bool is_moe_layer(int layer) const;

@@ -15,6 +15,7 @@
 #include "model/model_state.h"
 #include "model/row_kind.h"
 #include "model/safetensors.h"
+#include "model/vision_encoder.h"
 #include "model/weights.h"
 
 namespace qmlx {
@@ -127,6 +128,17 @@ class Model {
   void mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
                    ModelState& state, float* last_logits, RowKind rows = RowKind::kGenerated,
                    float* last_hidden = nullptr) const;
+
+  // The vision tower (Qwen3.5 checkpoints that carry a whole one; vision_encoder.h). It runs
+  // on the CPU whatever the device of the language model.
+  bool has_vision() const { return weights_.vision.has_value(); }
+  // Why has_vision() is false, for messages ("the model has no vision tower", or "the model's
+  // vision tower is incomplete (missing ...) and was not loaded"). Empty when it has one.
+  std::string vision_unavailable_reason() const;
+  // One image's embeddings for the language model: [grid.patches() / 4][hidden_size] from its
+  // pixel_values rows. Throws qmlx::Error when the model has no vision tower or the input does
+  // not fit the grid.
+  std::vector<float> encode_image(std::span<const float> pixel_values, const PatchGrid& grid) const;
 
  private:
   Model() = default;

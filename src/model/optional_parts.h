@@ -1,10 +1,10 @@
 // The optional parts of a checkpoint: tensor groups a text-only engine can run without. The
 // MTP head is loaded when it is whole (multi-token prediction needs it, plain decoding does
-// not); the vision tower is never loaded. Converters and fine-tunes sometimes leave a part
-// half there (some `mtp.*` tensors but not all), so an optional part that is incomplete or
-// malformed is dropped with one warning instead of failing the load; only the core model's
-// tensors are required. This is the one list of those groups: the unused-tensor check and the
-// loaders both read it.
+// not), and so is the vision tower (images need it, text does not). Converters and fine-tunes
+// sometimes leave a part half there (some `mtp.*` tensors but not all), so an optional part that is
+// incomplete or malformed is dropped with one warning instead of failing the load; only the core
+// model's tensors are required. This is the one list of those groups: the unused-tensor check and
+// the loaders both read it.
 #pragma once
 
 #include <algorithm>
@@ -25,7 +25,8 @@ struct OptionalPart {
 // it), `model.mtp.` (as llama.cpp's converter accepts). In GGUF files it is the block after the
 // main stack (gguf_mtp_block).
 const OptionalPart& mtp_head_part();
-// The vision tower of the multimodal Qwen3.5 checkpoints (this engine reads text only).
+// The vision tower of the multimodal Qwen3.5 checkpoints: `model.visual.` (Hugging Face),
+// `visual.` (older exports), `vision_tower.` / `model.vision_tower.` (mlx-vlm; not read yet).
 const OptionalPart& vision_tower_part();
 
 // The optional part a safetensors tensor belongs to, or null for a core tensor.

@@ -55,7 +55,11 @@ ModelWeights load_hybrid_weights(const TensorStore& store, const ModelConfig& c,
 }
 
 ModelWeights load_qwen3_5_weights(const TensorStore& store, const ModelConfig& config) {
-  return load_hybrid_weights(store, config, load_qwen3_5_projections);
+  ModelWeights weights = load_hybrid_weights(store, config, load_qwen3_5_projections);
+  // Qwen3.5 is a vision-language model: its checkpoints carry a vision tower (optional here).
+  WeightLoader w(store, config, weights);
+  weights.vision = load_vision_weights(w, weights.vision_dropped);
+  return weights;
 }
 
 }  // namespace qmlx

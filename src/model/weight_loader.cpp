@@ -33,9 +33,9 @@ ScalarType scalar_of(TensorDType d) {
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
-// Tensors the unused-tensor check lets pass: the optional parts (optional_parts.h: a vision
-// tower is never read, an MTP head is read only when whole, and neither's leftovers are an
-// error), precomputed rotary tables, and a tied model's copy of the head.
+// Tensors the unused-tensor check lets pass: the optional parts (optional_parts.h: an MTP head
+// or a vision tower is read only when whole, and neither's leftovers are an error), precomputed
+// rotary tables, and a tied model's copy of the head.
 bool ignorable(const std::string& name, bool tied) {
   if (optional_part_of(name)) return true;
   if (name.find("rotary_emb.inv_freq") != std::string::npos) return true;
@@ -117,9 +117,13 @@ void WeightLoader::fail(const TensorInfo& t, const std::string& what) const {
 
 WeightMatrix WeightLoader::plain(const TensorInfo& t, const std::vector<int64_t>& lead, int rows,
                                  int cols, int index) {
+  return plain_shaped(t, with_lead(lead, rows, cols), rows, cols, index);
+}
+
+WeightMatrix WeightLoader::plain_shaped(const TensorInfo& t, const std::vector<int64_t>& expected,
+                                        int rows, int cols, int index) {
   if (!is_float_dtype(t.dtype))
     fail(t, "unsupported dtype " + t.dtype_name + " (expected F32, F16, BF16 or MLX quantized)");
-  auto expected = with_lead(lead, rows, cols);
   if (t.shape != expected)
     fail(t, "wrong shape " + t.describe_shape() + ", expected " + shape_string(expected));
   WeightMatrix m;
@@ -203,6 +207,12 @@ std::vector<WeightMatrix> WeightLoader::stacked(const std::string& tensor, bool 
     out.push_back(quant ? quantized(path, {experts}, rows, cols, e)
                         : plain(*t, {experts}, rows, cols, e));
   return out;
+}
+
+WeightMatrix WeightLoader::reshaped(const std::string& tensor, const std::vector<int64_t>& shape,
+                                    int rows, int cols) {
+  const TensorInfo* t = take(prefix_ + tensor);
+  return t ? plain_shaped(*t, shape, rows, cols, 0) : WeightMatrix{};
 }
 
 std::vector<float> WeightLoader::vector(const std::string& tensor, int n) {

@@ -25,6 +25,10 @@ class WeightLoader {
   // A [E, rows, cols] stack (switch_mlp or fused experts) split per expert.
   std::vector<WeightMatrix> stacked(const std::string& tensor, bool weight_suffix, int experts,
                                     int rows, int cols);
+  // A float tensor of `shape` read as a [rows, cols] matrix (rows * cols elements, row-major):
+  // a convolution whose kernel covers its whole input patch is such a matrix.
+  WeightMatrix reshaped(const std::string& tensor, const std::vector<int64_t>& shape, int rows,
+                        int cols);
   std::vector<float> vector(const std::string& tensor, int n);
   // A norm weight; zero-centred norms of raw checkpoints get their +1 here.
   std::vector<float> norm(const std::string& tensor, int n, bool zero_centred);
@@ -60,6 +64,9 @@ class WeightLoader {
                          int cols, int index);
   WeightMatrix plain(const TensorInfo& t, const std::vector<int64_t>& lead, int rows, int cols,
                      int index);
+  // Matrix `index` of [rows, cols] in a float tensor that must have `shape`.
+  WeightMatrix plain_shaped(const TensorInfo& t, const std::vector<int64_t>& shape, int rows,
+                            int cols, int index);
   [[noreturn]] void fail(const TensorInfo& t, const std::string& what) const;
   // Tensor `name` (a full name), marked used; null when it is missing and missing_ records it.
   const TensorInfo* take(const std::string& name) const;

@@ -12,6 +12,7 @@
 
 #include "kernels/affine_tiles.h"
 #include "kernels/weight_matrix.h"
+#include "model/vision_weights.h"
 
 namespace qmlx {
 
@@ -73,6 +74,10 @@ struct ModelWeights {
   // Why the checkpoint's MTP head was dropped at load, e.g. "incomplete (missing
   // mtp.norm.weight)" (optional_parts.h); empty when it loaded or there was none.
   std::string mtp_dropped;
+  // The vision tower of a Qwen3.5 checkpoint, when it has a whole one (vision_weights.h), and
+  // why one was dropped at load (empty when it loaded or there was none).
+  std::optional<VisionWeights> vision;
+  std::string vision_dropped;
   // Storage for matrices re-ordered at load (stored format, not dequantized).
   std::vector<std::vector<uint8_t>> owned;
   // Storage for the matrices tiled at load (model/weight_tiling.h).

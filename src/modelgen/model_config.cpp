@@ -66,6 +66,27 @@ void add_moe_fields(const ModelShape& s, json& config) {
   config["output_router_logits"] = false;
 }
 
+// With --vision, the tower's shape as transformers' Qwen3_5VisionConfig writes it; without,
+// the real model's numbers, as a text-only conversion keeps them (no tower tensors follow).
+json vision_config(const ModelOptions& options) {
+  const ModelShape& s = options.shape;
+  const VisionShape real{27, 1152, 16, 4304, 2304, 16, 2, 2, 3};
+  const VisionShape& v = s.vision ? s.vision_tower : real;
+  return {{"model_type", options.arch == Arch::kQwen35Moe ? "qwen3_5_moe" : "qwen3_5"},
+          {"depth", v.depth},
+          {"hidden_size", v.hidden},
+          {"num_heads", v.heads},
+          {"intermediate_size", v.intermediate},
+          {"hidden_act", "gelu_pytorch_tanh"},
+          {"num_position_embeddings", v.num_position_embeddings},
+          {"in_channels", v.in_channels},
+          {"out_hidden_size", s.hidden},
+          {"patch_size", v.patch},
+          {"spatial_merge_size", v.merge},
+          {"temporal_patch_size", v.temporal_patch},
+          {"initializer_range", 0.02}};
+}
+
 json qwen35_config(const ModelOptions& options, const SpecialIds& ids) {
   const ModelShape& s = options.shape;
   const bool moe = options.arch == Arch::kQwen35Moe;
@@ -90,15 +111,7 @@ json qwen35_config(const ModelOptions& options, const SpecialIds& ids) {
                   {moe ? "Qwen3_5MoeForConditionalGeneration" : "Qwen3_5ForConditionalGeneration"}},
                  {"model_type", moe ? "qwen3_5_moe" : "qwen3_5"},
                  {"text_config", text},
-                 // A stub: qmlx serves text only, but the real files carry a vision tower config.
-                 {"vision_config",
-                  {{"model_type", moe ? "qwen3_5_moe" : "qwen3_5"},
-                   {"depth", 27},
-                   {"hidden_size", 1152},
-                   {"out_hidden_size", s.hidden},
-                   {"patch_size", 16},
-                   {"spatial_merge_size", 2},
-                   {"temporal_patch_size", 2}}},
+                 {"vision_config", vision_config(options)},
                  {"image_token_id", 248056},
                  {"video_token_id", 248057},
                  {"vision_start_token_id", 248053},

@@ -118,6 +118,14 @@ void validate_options(const ModelOptions& options) {
   require(options.shards >= 1, "--shards must be >= 1");
   require(!s.mtp || has_linear_attention(options.arch),
           "--mtp needs a Qwen3.5 or Qwen3-Next --arch (Qwen3 has no MTP head)");
+  if (s.vision) {
+    const VisionShape& v = s.vision_tower;
+    require(is_qwen35_family(options.arch), "--vision needs a Qwen3.5 --arch");
+    require(options.layout == Layout::kHF,
+            "--vision writes the Hugging Face layout only (mlx-vlm's vision_tower.* not yet)");
+    require(v.depth > 0 && v.heads > 0 && v.hidden % v.heads == 0 && (v.hidden / v.heads) % 4 == 0,
+            "vision tower: heads must divide its width into head dims that are multiples of 4");
+  }
   if (options.quantization) {
     require(options.layout == Layout::kMLX,
             "--bits needs --layout mlx (HF files are not quantized)");

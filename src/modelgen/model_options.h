@@ -27,6 +27,22 @@ bool has_moe(Arch arch);
 // Qwen3.5 and Qwen3-Next store norms as (1 + w); Qwen3 stores w.
 bool has_zero_centred_norms(Arch arch);
 
+// The vision tower of a Qwen3.5 checkpoint (config.json's vision_config). The defaults are
+// tiny; the patch geometry is the real one (16 x 16 patches, 2 temporal copies, 2 x 2 merge),
+// so src/image's pixel_values feed it. A 6 x 6 position grid is both smaller and larger than
+// test images' grids, so its interpolation both shrinks and stretches.
+struct VisionShape {
+  int depth = 2;
+  int hidden = 32;
+  int heads = 2;
+  int intermediate = 64;
+  int num_position_embeddings = 36;
+  int patch = 16;
+  int temporal_patch = 2;
+  int merge = 2;
+  int in_channels = 3;
+};
+
 struct ModelShape {
   int hidden = 64;
   int layers = 4;
@@ -53,6 +69,9 @@ struct ModelShape {
   // A multi-token-prediction head (`mtp.*`: one full-attention layer), as Qwen3.5 / Qwen3-Next
   // checkpoints ship.
   bool mtp = false;
+  // A vision tower (`model.visual.*`, Hugging Face layout), as every Qwen3.5 checkpoint ships.
+  bool vision = false;
+  VisionShape vision_tower;
   // Explicit per-layer kinds; empty means "full attention iff (i+1) % interval == 0".
   std::vector<bool> full_attention_layers;
 

@@ -51,6 +51,7 @@ class Builder {
     for (int layer = 0; layer < s_.layers; ++layer)
       add_layer(layer_name(layer, ""), s_.is_full_attention(arch_, layer));
     if (s_.mtp) add_mtp();
+    if (s_.vision) add_vision_tower();
     return std::move(model_);
   }
 
@@ -101,6 +102,43 @@ class Builder {
     norm("mtp.pre_fc_norm_hidden.weight", H);
     norm("mtp.norm.weight", H);
     add_layer("mtp.layers.0.", true);
+  }
+
+  // The vision tower (logical names "visual.*"): Linear layers with biases, LayerNorms with
+  // weight and bias, the patch embedding as its Conv3d [hidden, channels, temporal, patch,
+  // patch] and the learned position grid.
+  void add_vision_tower() {
+    const VisionShape& v = s_.vision_tower;
+    const int64_t H = v.hidden, merged = H * v.merge * v.merge;
+    const int64_t patch_dim = int64_t{v.in_channels} * v.temporal_patch * v.patch * v.patch;
+    const std::string conv = "visual.patch_embed.proj.weight";
+    model_.add(conv, {H, v.in_channels, v.temporal_patch, v.patch, v.patch},
+               with_std(seed_, conv, H * patch_dim, 1.0 / std::sqrt(double(patch_dim))));
+    bias("visual.patch_embed.proj.bias", H);
+    matrix("visual.pos_embed.weight", v.num_position_embeddings, H, 0.5);
+    for (int b = 0; b < v.depth; ++b) {
+      const std::string p = "visual.blocks." + std::to_string(b) + ".";
+      layer_norm(p + "norm1", H);
+      layer_norm(p + "norm2", H);
+      biased_projection(p + "attn.qkv", 3 * H, H);
+      biased_projection(p + "attn.proj", H, H);
+      biased_projection(p + "mlp.linear_fc1", v.intermediate, H);
+      biased_projection(p + "mlp.linear_fc2", H, v.intermediate);
+    }
+    layer_norm("visual.merger.norm", H);
+    biased_projection("visual.merger.linear_fc1", merged, merged);
+    biased_projection("visual.merger.linear_fc2", s_.hidden, merged);
+  }
+  void bias(const std::string& name, int64_t size) {
+    model_.add(name, {size}, uniform(seed_, name, size, 0.1f));
+  }
+  void biased_projection(const std::string& module, int64_t out, int64_t in) {
+    projection(module + ".weight", out, in);
+    bias(module + ".bias", out);
+  }
+  void layer_norm(const std::string& module, int64_t size) {
+    norm(module + ".weight", size);
+    bias(module + ".bias", size);
   }
 
   void add_attention(const std::string& prefix) {

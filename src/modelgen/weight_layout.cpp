@@ -66,6 +66,12 @@ class Layouter {
         zero_centred_norm(std::string("mtp.") + n + ".weight");
       add_layer("mtp.layers.0.", true);
     }
+    if (s_.vision) {
+      // Stored as built: Linear weights and biases, plain LayerNorms, the Conv3d in PyTorch's
+      // layout.
+      for (const auto& [name, tensor] : model_.tensors())
+        if (name.rfind("visual.", 0) == 0) emit(name, tensor.shape, tensor.values, false);
+    }
     return std::move(out_);
   }
 
@@ -78,6 +84,8 @@ class Layouter {
     // read `mtp.*`); MLX files put it where mlx-lm's sanitize moves Qwen3.5's top-level names.
     if (name.rfind("mtp.", 0) == 0)
       return is_qwen35_family(options_.arch) && !hf ? "language_model." + name : name;
+    // The vision tower: `model.visual.*` in HF files (validate_options refuses --vision with MLX).
+    if (name.rfind("visual.", 0) == 0) return "model." + name;
     if (!is_qwen35_family(options_.arch)) return "model." + name;
     return (hf ? "model.language_model." : "language_model.model.") + name;
   }

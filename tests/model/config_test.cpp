@@ -46,6 +46,31 @@ TEST(ConfigTest, Qwen3_5ReadsTextConfigRopeParametersAndQuantization) {
   EXPECT_EQ(c.quantization.global.group_size, 64);
 }
 
+TEST(ConfigTest, Qwen3_5VisionConfigTakesTransformersDefaultsAndRejectsBadShapes) {
+  json j = qwen3_5_config();
+  j["vision_config"] = {{"depth", 24}, {"hidden_size", 1024}, {"out_hidden_size", 2048}};
+  ModelConfig c = ModelConfig::from_json(j, "config.json");
+  ASSERT_TRUE(c.vision.has_value());
+  EXPECT_EQ(c.vision->depth, 24);
+  EXPECT_EQ(c.vision->num_heads, 16);  // transformers' default
+  EXPECT_EQ(c.vision->head_dim(), 64);
+  EXPECT_EQ(c.vision->patch_dim(), 3 * 2 * 16 * 16);
+  EXPECT_EQ(c.vision->grid_side(), 48);  // 2304 position embeddings
+  EXPECT_TRUE(c.vision->mlp_gelu_tanh);
+
+  // A vision_config that does not parse leaves the text model loadable and says why.
+  for (const json& bad : {json{{"hidden_act", "relu"}}, json{{"num_position_embeddings", 50}},
+                          json{{"hidden_size", 1000}}, json{{"depth", "two"}}}) {
+    j["vision_config"] = bad;
+    c = ModelConfig::from_json(j, "config.json");
+    EXPECT_FALSE(c.vision.has_value()) << bad.dump();
+    EXPECT_NE(c.vision_config_error.find("config.json: vision_config"), std::string::npos)
+        << c.vision_config_error;
+  }
+  j.erase("vision_config");
+  EXPECT_FALSE(ModelConfig::from_json(j, "config.json").vision.has_value());
+}
+
 TEST(ConfigTest, Qwen3NextFlatWithIntervalAndTopLevelPartialRotary) {
   json j = {{"model_type", "qwen3_next"},
             {"hidden_size", 2048},

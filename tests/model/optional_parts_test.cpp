@@ -1,7 +1,7 @@
 // Optional parts of a checkpoint (model/optional_parts.h): an MTP head that is incomplete (some
 // mtp.* tensors, as converters and fine-tunes leave) or malformed is dropped with one warning
 // naming what is wrong, and the model runs exactly as the same checkpoint without the head; a
-// missing or malformed core tensor still fails the load.
+// missing or malformed core tensor still fails the load. The vision tower follows the same rule.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -278,15 +278,56 @@ TEST_F(OptionalPartsTest, MissingOrMalformedCoreTensorStillFails) {
             std::string::npos);
 }
 
-TEST_F(OptionalPartsTest, VisionTowerIsNeverReadNorWarnedAbout) {
+TEST_F(OptionalPartsTest, WholeVisionTowerLoadsAndAnIncompleteOneIsDroppedWithAWarning) {
+  auto o = options(Arch::kQwen35, Layout::kHF, false);
+  o.shape.vision = true;
+  modelgen::write_random_model(o, dir_ + "/vision");
+  std::shared_ptr<const Model> whole;
+  EXPECT_TRUE(warnings_of([&] { whole = Model::load(dir_ + "/vision"); }).empty());
+  ASSERT_TRUE(whole->has_vision());
+  EXPECT_EQ(whole->vision_unavailable_reason(), "");
+  const int patch_dim = whole->weights().vision->config.patch_dim();
+  // A 2 x 4 grid of patches: two 2 x 2 merge blocks, two embeddings of the LM's width.
+  const std::vector<float> pixels(size_t(8) * patch_dim, 0.25f);
+  EXPECT_EQ(whole->encode_image(pixels, {1, 2, 4}).size(), size_t(2) * o.shape.hidden);
+  EXPECT_NE(error_of([&] {
+              whole->encode_image(pixels, {1, 2, 3});
+            }).find("multiples of 2"),
+            std::string::npos);
+
+  // One tensor short: one warning naming it, a text model whose logits are the whole one's.
+  copy_checkpoint(dir_ + "/vision", dir_ + "/partial", [](const std::string& name, auto&) {
+    return name != "model.visual.blocks.1.mlp.linear_fc2.bias";
+  });
+  std::shared_ptr<const Model> partial;
+  const auto warnings = warnings_of([&] { partial = Model::load(dir_ + "/partial"); });
+  ASSERT_EQ(warnings.size(), 1u) << ::testing::PrintToString(warnings);
+  EXPECT_NE(warnings[0].find("model: vision tower incomplete (missing "
+                             "model.visual.blocks.1.mlp.linear_fc2.bias); images are not read"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_FALSE(partial->has_vision());
+  EXPECT_NE(error_of([&] {
+              partial->encode_image(pixels, {1, 2, 4});
+            }).find("incomplete"),
+            std::string::npos);
+  EXPECT_EQ(logits_of(*partial), logits_of(*whole));
+
+  // A stray tower tensor beside a text model is dropped the same way; the MTP head is unharmed.
   write_full(Arch::kQwen35, Layout::kHF);
   testing::TensorMap tower;
   tower["model.visual.blocks.0.attn.qkv.weight"] = testing::f32_blob({4, 2}, std::vector<float>(8));
   copy_checkpoint(
-      dir_ + "/full", dir_ + "/vision", [](const std::string&, auto&) { return true; }, tower);
-  std::shared_ptr<const Model> model;
-  EXPECT_TRUE(warnings_of([&] { model = Model::load(dir_ + "/vision"); }).empty());
-  EXPECT_TRUE(model->has_mtp());
+      dir_ + "/full", dir_ + "/stray", [](const std::string&, auto&) { return true; }, tower);
+  std::shared_ptr<const Model> stray;
+  EXPECT_EQ(warnings_of([&] { stray = Model::load(dir_ + "/stray"); }).size(), 1u);
+  EXPECT_TRUE(stray->has_mtp());
+  EXPECT_FALSE(stray->has_vision());
+
+  // No tower at all (text-only conversions strip it): no warning, and the reason says so.
+  std::shared_ptr<const Model> text;
+  EXPECT_TRUE(warnings_of([&] { text = Model::load(dir_ + "/full"); }).empty());
+  EXPECT_EQ(text->vision_unavailable_reason(), "the model has no vision tower");
 
   for (const char* name :
        {"model.visual.blocks.0.attn.qkv.weight", "visual.merger.mlp.0.weight",

@@ -1,0 +1,20 @@
+// Model's entry to the vision tower: the encoder itself is vision_encoder.cpp.
+#include "base/error.h"
+#include "model/model.h"
+
+namespace qmlx {
+
+std::string Model::vision_unavailable_reason() const {
+  if (has_vision()) return "";
+  if (!weights_.vision_dropped.empty())
+    return "the model's vision tower is " + weights_.vision_dropped + " and was not loaded";
+  return "the model has no vision tower";
+}
+
+std::vector<float> Model::encode_image(std::span<const float> pixel_values,
+                                       const PatchGrid& grid) const {
+  if (!has_vision()) throw Error(directory_ + ": " + vision_unavailable_reason());
+  return qmlx::encode_image(*weights_.vision, pixel_values, grid);
+}
+
+}  // namespace qmlx
