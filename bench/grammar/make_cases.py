@@ -5,7 +5,8 @@ written in the schema's property order, the canonical form every engine here acc
   - OpenAI's structured-output use cases (math tutor, event extraction, UI generation, research
     paper extraction, moderation) and a Codex-like review output schema, written here with one
     realistic instance each;
-  - a tool schema of 50 properties (mixed types, half required);
+  - a tool schema of 50 properties (mixed types, half required), with an instance that leaves
+    out some optional ones and one that gives all (node-llama-cpp's converter requires all);
   - a recursive tree, any JSON ({}), and a bounded string;
   - group "json-schema-test-suite": every draft 7 case of Debian's json-schema-test-suite (and
     its date, time, date-time and email formats) with its valid instances; the benches skip the
@@ -135,8 +136,9 @@ BOUNDED_STRING = (
     {"title": "Quick ox", "year": 1987})
 
 
-def wide_tool():
-    """A tool's parameters: 50 properties of four types, every other one required."""
+def wide_tool(every_property):
+    """A tool's parameters: 50 properties of four types, every other one required; the instance
+    gives every property, or leaves out some optional ones."""
     props, required, instance = {}, [], {}
     types = ["string", "integer", "boolean", "number"]
     for i in range(50):
@@ -150,7 +152,7 @@ def wide_tool():
             instance[name] = i * 37
         elif i % 4 == 2:
             instance[name] = i % 3 == 0
-        elif i % 3 == 0:
+        elif i % 3 == 0 or every_property:
             instance[name] = i * 1.25
     return ({"type": "object", "properties": props, "required": required,
              "additionalProperties": False}, instance)
@@ -179,7 +181,8 @@ def main():
     named = [("openai-math", OPENAI_MATH), ("openai-event", OPENAI_EVENT),
              ("openai-ui", OPENAI_UI), ("openai-paper", OPENAI_PAPER),
              ("openai-moderation", OPENAI_MODERATION), ("codex-review", CODEX_REVIEW),
-             ("tool-50-properties", wide_tool()), ("recursive-tree", RECURSIVE_TREE),
+             ("tool-50-properties", wide_tool(False)), ("tool-50-all-given", wide_tool(True)),
+             ("recursive-tree", RECURSIVE_TREE),
              ("any-json", ANY_JSON), ("string-maxLength-8", BOUNDED_STRING)]
     cases = [{"name": n, "group": n, "schema": s, "instances": [i]} for n, (s, i) in named]
     if os.path.isdir(a.suite):
