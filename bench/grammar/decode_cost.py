@@ -6,16 +6,21 @@ the two conditions swapped every round so drift hits both alike. A condition's r
 over its streams of (tokens - 1) / (last chunk - first chunk), tokens from the usage the stream
 ends with. Prints each round's rates, the medians and their ratio, and how each reply finished;
 and the server's CPU time per token (user + system, from /proc), which other jobs on a shared
-machine disturb less than the wall-clock rate.
+machine disturb less than the wall-clock rate. With --perf, one more constrained round runs
+under `perf record` and the share of the server's samples spent in grammar work (the mask, its
+application to the logits, advancing the matcher) is printed: on a loaded machine the most
+direct measure of what the schema costs.
 The schema asks for many items so that every reply runs to max_tokens, as the free one does.
 The model must carry a real tokenizer (the mask's cost grows with the vocabulary): e.g. a
 `qmlx make-model --preset qwen3.5-0.8b` folder with the Qwen3 tokenizer.json put in.
-Usage: decode_cost.py QMLX_BINARY MODEL [--parallel 1,4] [--tokens 200] [--rounds 4]
+Usage: decode_cost.py QMLX_BINARY MODEL [--parallel 1,4] [--tokens 200] [--rounds 4] [--perf]
 """
 import argparse
 import http.client
 import json
 import os
+import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -41,6 +46,23 @@ SCHEMA = {
     "required": ["title", "steps"],
     "additionalProperties": False,
 }
+
+
+# Symbols of the grammar's work in the decode loop.
+GRAMMAR_WORK = re.compile(r"qmlx::grammar::|select_by_bits|ReplyConstraint")
+
+
+def grammar_share(perf_data):
+    """Percent of the samples in grammar work, and the symbols that hold them."""
+    report = subprocess.run(["perf", "report", "-i", perf_data, "--sort", "symbol", "--stdio"],
+                            capture_output=True, text=True).stdout
+    total, symbols = 0.0, []
+    for line in report.splitlines():
+        m = re.match(r"\s*([\d.]+)%\s+\[\.\]\s+(\S+)", line)
+        if m and GRAMMAR_WORK.search(m.group(2)):
+            total += float(m.group(1))
+            symbols.append("%s %s%%" % (m.group(2).split("(")[0], m.group(1)))
+    return total, symbols
 
 
 def stream(port, prompt, tokens, schema, out):
@@ -99,7 +121,7 @@ def condition(port, pid, parallel, tokens, schema):
     return rate, cpu_ms, [r[2] for r in results]
 
 
-def run(qmlx, model, parallel, tokens, rounds):
+def run(qmlx, model, parallel, tokens, rounds, perf):
     home = tempfile.mkdtemp(prefix="qmlx-decode-cost-")
     port = free_port()
     log_path = os.path.join(home, "serve.log")
@@ -135,6 +157,18 @@ def run(qmlx, model, parallel, tokens, rounds):
         print("--parallel %d ratio schema/free: tok/s %.3f, CPU per token %.3f" % (
             parallel, schema / free,
             statistics.median(cpu["schema"]) / statistics.median(cpu["free"])), flush=True)
+        if perf:
+            data = os.path.join(home, "perf.data")
+            recorder = subprocess.Popen(["perf", "record", "-F", "999", "-p", str(proc.pid),
+                                         "-o", data], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+            condition(port, proc.pid, parallel, tokens, True)
+            recorder.send_signal(signal.SIGINT)
+            recorder.wait()
+            share, symbols = grammar_share(data)
+            print("--parallel %d, schema: grammar work %.2f%% of the server's samples (%s)" % (
+                parallel, share, ", ".join(symbols)), flush=True)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -147,9 +181,10 @@ def main():
     p.add_argument("--parallel", default="1,4")
     p.add_argument("--tokens", type=int, default=200)
     p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--perf", action="store_true")
     a = p.parse_args()
     for parallel in [int(x) for x in a.parallel.split(",")]:
-        run(a.qmlx, a.model, parallel, a.tokens, a.rounds)
+        run(a.qmlx, a.model, parallel, a.tokens, a.rounds, a.perf)
 
 
 if __name__ == "__main__":

@@ -127,8 +127,8 @@ int main(int argc, char** argv) {
   const Json cases = Json::parse(cases_file)["cases"];
 
   std::printf("%-24s %5s %7s %9s %9s %9s %7s %7s %8s %8s %6s\n", "schema (group)", "cases",
-              "tokens", "compile", "bind ms", "bind max", "p50 us", "p99 us", "max us",
-              "apply us", "MB");
+              "tokens", "compile", "bind ms", "bind max", "p50 us", "p99 us", "max us", "apply us",
+              "MB");
   std::map<std::string, Row> groups;
   std::vector<std::string> order;
   std::map<std::string, int> skipped;  // reason -> cases
@@ -173,8 +173,8 @@ int main(int argc, char** argv) {
       ++skipped["no instance in canonical form"];
       continue;
     }
-    walks.push_back({{"name", name}, {"group", group}, {"schema", c["schema"]},
-                     {"walks", case_walks}});
+    walks.push_back(
+        {{"name", name}, {"group", group}, {"schema", c["schema"]}, {"walks", case_walks}});
     auto [it, first] = groups.try_emplace(group);
     if (first) order.push_back(group);
     Row& row = it->second;

@@ -166,8 +166,8 @@ void select_by_bits(float* y, const float* x, const uint64_t* keep, float fill, 
     } else {
       for (size_t j = 0; j < 64; j += 8) {
         const __m256i byte = _mm256_set1_epi32(int((word >> j) & 0xff));
-        const __m256 take = _mm256_castsi256_ps(
-            _mm256_cmpeq_epi32(_mm256_and_si256(byte, lane_bit), lane_bit));
+        const __m256 take =
+            _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(byte, lane_bit), lane_bit));
         _mm256_storeu_ps(y + i + j, _mm256_blendv_ps(vfill, _mm256_loadu_ps(x + i + j), take));
       }
     }

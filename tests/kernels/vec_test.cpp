@@ -18,8 +18,8 @@ TEST(VecSelectByBitsTest, MatchesTestingEachBitForEveryKindOfWord) {
   std::uniform_real_distribution<float> u(-5.f, 5.f);
   const float fill = -std::numeric_limits<float>::infinity();
   // Lengths around whole words; words all ones, all zeros, one bit either way, random.
-  for (size_t n : {size_t{1}, size_t{7}, size_t{63}, size_t{64}, size_t{65}, size_t{200},
-                   size_t{1000}}) {
+  for (size_t n :
+       {size_t{1}, size_t{7}, size_t{63}, size_t{64}, size_t{65}, size_t{200}, size_t{1000}}) {
     std::vector<float> x(n), y(n, 123.f);
     for (float& v : x) v = u(rng);
     std::vector<uint64_t> keep((n + 63) / 64);
