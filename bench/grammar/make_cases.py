@@ -10,7 +10,7 @@ written in the schema's property order, the canonical form every engine here acc
   - a recursive tree, any JSON ({}), and a bounded string;
   - group "json-schema-test-suite": every draft 7 case of Debian's json-schema-test-suite (and
     its date, time, date-time and email formats) with its valid instances; the benches skip the
-    cases a engine cannot compile and say how many.
+    cases an engine cannot compile and say how many.
 Usage: make_cases.py OUT.json [--suite /usr/share/json-schema-test-suite/tests/draft7]
 """
 import argparse
