@@ -20,30 +20,63 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint64_t> mask) {
     throw std::invalid_argument("GrammarMatcher: a mask of " + std::to_string(mask.size()) +
                                 " words cannot hold the vocabulary's " +
                                 std::to_string(mask_words()));
-  std::fill(mask.begin(), mask.end(), 0);
   const Entry& current = history_.back();
-  if (current.terminated) return;
+  if (current.terminated) {
+    std::fill(mask.begin(), mask.end(), 0);
+    return;
+  }
   const std::vector<Thread>& threads = current.state.threads;
-  for (size_t i = 0; i < threads.size(); ++i) {
-    const Thread& t = threads[i];
+  set_accepted(threads, mask);
+  for (const Thread& t : threads) {
     const TokenMaskTables::NodeTable& table = tables_->node_table(t.node);
-    // The accepted set depends on the node only: add it once per node.
-    bool node_seen = false;
-    for (size_t k = 0; k < i && !node_seen; ++k)
-      node_seen = &tables_->node_table(threads[k].node) == &table;
-    if (!node_seen) {
-      if (!table.accepted_bits.empty()) {
-        const uint64_t* bits = table.accepted_bits.data();
-        for (size_t w = 0; w < table.accepted_bits.size(); ++w) mask[w] |= bits[w];
-      }
-      for (int32_t id : table.accepted_ids)
-        mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
-    }
     if (table.remainders.size() > 0) add_remainder_tokens(table, t.stack, mask);
   }
   if (current.state.complete)
     for (int32_t id : tables_->vocab().stop_token_ids())
       mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+}
+
+void GrammarMatcher::set_accepted(const std::vector<Thread>& threads, std::span<uint64_t> mask) {
+  union_key_.clear();
+  for (const Thread& t : threads) union_key_.push_back(tables_->table_index(t.node));
+  std::sort(union_key_.begin(), union_key_.end());
+  union_key_.erase(std::unique(union_key_.begin(), union_key_.end()), union_key_.end());
+  const bool dense = std::any_of(union_key_.begin(), union_key_.end(), [&](uint32_t index) {
+    return !tables_->table_at(index).accepted_bits.empty();
+  });
+  if (!dense) {  // a few ids each (a key, a keyword): setting them beats copying a union
+    std::fill(mask.begin(), mask.end(), 0);
+    for (uint32_t index : union_key_) add_accepted(index, mask.data());
+    return;
+  }
+  const std::vector<uint64_t>& accepted = accepted_union();
+  std::copy(accepted.begin(), accepted.end(), mask.begin());
+  std::fill(mask.begin() + static_cast<ptrdiff_t>(accepted.size()), mask.end(), 0);
+}
+
+void GrammarMatcher::add_accepted(uint32_t table_index, uint64_t* mask) const {
+  const TokenMaskTables::NodeTable& table = tables_->table_at(table_index);
+  const uint64_t* bits = table.accepted_bits.data();
+  for (size_t w = 0; w < table.accepted_bits.size(); ++w) mask[w] |= bits[w];
+  for (int32_t id : table.accepted_ids)
+    mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+}
+
+const std::vector<uint64_t>& GrammarMatcher::accepted_union() {
+  // Enough for the node sets one cycle of a JSON value goes through (key, colon, value start,
+  // string contents, comma or close); a miss costs what OR-ing the tables did before.
+  constexpr size_t kKept = 8;
+  auto hit = std::find_if(unions_.begin(), unions_.end(),
+                          [&](const AcceptedUnion& u) { return u.tables == union_key_; });
+  if (hit == unions_.end()) {
+    if (unions_.size() < kKept) unions_.emplace_back();
+    hit = unions_.end() - 1;  // the least recently used, overwritten
+    hit->tables = union_key_;
+    hit->bits.assign(mask_words(), 0);
+    for (uint32_t index : union_key_) add_accepted(index, hit->bits.data());
+  }
+  std::rotate(unions_.begin(), hit, hit + 1);  // most recently used first
+  return unions_.front().bits;
 }
 
 // Walks the node's remainder trie from the state its caller continues in.

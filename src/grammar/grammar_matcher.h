@@ -46,6 +46,18 @@ class GrammarMatcher {
     ParserState state;
     bool terminated = false;
   };
+  // The accepted tokens of a set of node tables, OR-ed together. Inside a string or at the
+  // start of a value the same few nodes recur step after step, so the union is kept (the most
+  // recently used few) instead of OR-ing every table's vocabulary-sized bitmask again.
+  struct AcceptedUnion {
+    std::vector<uint32_t> tables;  // sorted table indices
+    std::vector<uint64_t> bits;
+  };
+  // Sets the accepted tokens of the threads' nodes in `mask` (clearing the rest).
+  void set_accepted(const std::vector<Thread>& threads, std::span<uint64_t> mask);
+  void add_accepted(uint32_t table_index, uint64_t* mask) const;
+  // The union for union_key_, from the kept ones or made (and kept).
+  const std::vector<uint64_t>& accepted_union();
   bool advance(const ParserState& from, std::string_view bytes, ParserState& out);
   void add_remainder_tokens(const TokenMaskTables::NodeTable& table, uint32_t stack,
                             std::span<uint64_t> mask);
@@ -55,10 +67,12 @@ class GrammarMatcher {
   size_t max_rollback_;
   StackArena arena_;
   PushdownStepper stepper_;
-  std::vector<Entry> history_;  // back() is the current state
+  std::vector<Entry> history_;         // back() is the current state
+  std::vector<AcceptedUnion> unions_;  // most recently used first
   // Scratch, kept to avoid allocation per token.
   std::vector<ParserState> walk_states_;
   ParserState scratch_a_, scratch_b_;
+  std::vector<uint32_t> union_key_;  // the current threads' sorted table indices
 };
 
 }  // namespace qmlx::grammar

@@ -43,6 +43,9 @@ class TokenMaskTables {
   const Grammar& grammar() const { return *grammar_; }
   const TokenVocabulary& vocab() const { return *vocab_; }
   const NodeTable& node_table(uint32_t node) const { return tables_[table_of_node_[node]]; }
+  // Nodes with equal indices share one table.
+  uint32_t table_index(uint32_t node) const { return table_of_node_[node]; }
+  const NodeTable& table_at(uint32_t index) const { return tables_[index]; }
   size_t memory_bytes() const { return memory_bytes_; }
 
  private:

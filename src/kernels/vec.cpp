@@ -152,4 +152,27 @@ double sum_exp_shifted(const float* x, float shift, float divisor, size_t n) {
   return exp_shifted_into(nullptr, x, shift, divisor, n);
 }
 
+void select_by_bits(float* y, const float* x, const uint64_t* keep, float fill, size_t n) {
+  const __m256 vfill = _mm256_set1_ps(fill);
+  // Lane j of a group of 8 tests bit j of the group's byte.
+  const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const uint64_t word = keep[i / 64];
+    if (word == ~uint64_t{0}) {
+      for (size_t j = 0; j < 64; j += 8) _mm256_storeu_ps(y + i + j, _mm256_loadu_ps(x + i + j));
+    } else if (word == 0) {
+      for (size_t j = 0; j < 64; j += 8) _mm256_storeu_ps(y + i + j, vfill);
+    } else {
+      for (size_t j = 0; j < 64; j += 8) {
+        const __m256i byte = _mm256_set1_epi32(int((word >> j) & 0xff));
+        const __m256 take =
+            _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(byte, lane_bit), lane_bit));
+        _mm256_storeu_ps(y + i + j, _mm256_blendv_ps(vfill, _mm256_loadu_ps(x + i + j), take));
+      }
+    }
+  }
+  for (; i < n; ++i) y[i] = (keep[i / 64] >> (i % 64)) & 1 ? x[i] : fill;
+}
+
 }  // namespace qmlx::vec

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/scalar_type.h"
 
@@ -28,5 +29,10 @@ size_t argmax(const float* a, size_t n);
 double exp_shifted(float* y, const float* x, float shift, float divisor, size_t n);
 // The sum alone (a row's log-sum-exp is shift + log of it at divisor 1).
 double sum_exp_shifted(const float* x, float shift, float divisor, size_t n);
+// y[i] = bit i of `keep` (bit i%64 of word i/64) set ? x[i] : fill: a token bitmask applied to a
+// logits row. Whole words of ones or zeros are copied or filled; mixed words blend 8 lanes at a
+// time, so the cost is one pass at memory speed whatever the mask (testing each id's bit in turn
+// took 150 us over 248k ids).
+void select_by_bits(float* y, const float* x, const uint64_t* keep, float fill, size_t n);
 
 }  // namespace qmlx::vec

@@ -1,4 +1,5 @@
-// vec::argmax and vec::exp_shifted (the sampler's pass over a logits row) against scalar loops.
+// vec::argmax, vec::exp_shifted (the sampler's pass over a logits row) and vec::select_by_bits
+// (a grammar's mask applied to it) against scalar loops.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,29 @@
 
 namespace qmlx {
 namespace {
+
+TEST(VecSelectByBitsTest, MatchesTestingEachBitForEveryKindOfWord) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> u(-5.f, 5.f);
+  const float fill = -std::numeric_limits<float>::infinity();
+  // Lengths around whole words; words all ones, all zeros, one bit either way, random.
+  for (size_t n :
+       {size_t{1}, size_t{7}, size_t{63}, size_t{64}, size_t{65}, size_t{200}, size_t{1000}}) {
+    std::vector<float> x(n), y(n, 123.f);
+    for (float& v : x) v = u(rng);
+    std::vector<uint64_t> keep((n + 63) / 64);
+    for (size_t w = 0; w < keep.size(); ++w) {
+      const uint64_t kinds[] = {~uint64_t{0}, 0, uint64_t{1} << (w % 64),
+                                ~(uint64_t{1} << (w % 64)), rng()};
+      keep[w] = kinds[w % 5];
+    }
+    vec::select_by_bits(y.data(), x.data(), keep.data(), fill, n);
+    for (size_t i = 0; i < n; ++i) {
+      const bool kept = (keep[i / 64] >> (i % 64)) & 1;
+      ASSERT_EQ(y[i], kept ? x[i] : fill) << "n " << n << " i " << i;
+    }
+  }
+}
 
 TEST(VecArgmaxTest, FirstLargestAtEveryLengthAndPosition) {
   std::mt19937 rng(3);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "kernels/vec.h"
 #include "text/output/output_format.h"
 
 namespace qmlx::server {
@@ -54,22 +55,22 @@ std::optional<int32_t> ReplyConstraint::forced_token(int generated) {
 std::span<const float> ReplyConstraint::mask(std::span<const float> logits) {
   if (!matcher_ || phase_ == Phase::kForcing || phase_ == Phase::kToolCall) return logits;
   constexpr float kRefused = -std::numeric_limits<float>::infinity();
-  masked_.assign(logits.begin(), logits.end());
   if (phase_ == Phase::kReasoning) {
+    masked_.assign(logits.begin(), logits.end());
     for (int32_t id : tables_->vocab().stop_token_ids()) {
       if (id >= 0 && size_t(id) < masked_.size()) masked_[size_t(id)] = kRefused;
     }
     return masked_;
   }
+  // Both buffers keep their size from step to step: no allocation per token.
+  masked_.resize(logits.size());
   bits_.resize(std::max(matcher_->mask_words(), (masked_.size() + 63) / 64));
   matcher_->fill_next_token_bitmask(bits_);
   if (at_reply_start_ && tool_call_open_ && size_t(*tool_call_open_) < masked_.size()) {
     const size_t id = size_t(*tool_call_open_);
     bits_[id >> 6] |= uint64_t(1) << (id & 63);
   }
-  for (size_t id = 0; id < masked_.size(); ++id) {
-    if (((bits_[id >> 6] >> (id & 63)) & 1) == 0) masked_[id] = kRefused;
-  }
+  vec::select_by_bits(masked_.data(), logits.data(), bits_.data(), kRefused, masked_.size());
   return masked_;
 }
 
