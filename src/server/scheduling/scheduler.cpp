@@ -20,6 +20,17 @@ std::span<const int32_t> conversation_head(const RenderedPrompt& prompt) {
              : ids;
 }
 
+// A fresh state for a slot whose work failed. Making it may fail too (a lost device cannot make
+// one): the slot then keeps its old state, and its next job fails the same way, with its own
+// answer, instead of the worker thread ending.
+void reset_after_failure(InferenceSession& session) {
+  try {
+    session.reset();
+  } catch (const std::exception& e) {
+    log_error(std::string("could not reset the slot after a failure: ") + e.what());
+  }
+}
+
 }  // namespace
 
 uint64_t sequence_state_bytes(const StateLayout& layout, int64_t tokens) {
@@ -284,7 +295,7 @@ void Scheduler::run_idle(size_t slot, InferenceSession& session) {
   } catch (const std::exception& e) {
     // Idle work is optional: a failure costs the pre-fill, never the slot.
     log_error(std::string("idle work failed: ") + e.what());
-    session.reset();
+    reset_after_failure(session);
     std::lock_guard<std::mutex> lock(mutex_);
     slot_state_[slot].producing.clear();
   }
@@ -329,7 +340,7 @@ void Scheduler::run_one(GenerationJob& job, InferenceSession& session) {
     event.status = status;
     event.message = std::string("generation failed: ") + e.what();
     job.publish(std::move(event));
-    session.reset();
+    reset_after_failure(session);
   }
 }
 
