@@ -15,7 +15,9 @@
 
 #include "grammar/grammar_cache.h"
 #include "grammar/token_mask_tables.h"
+#include "server/common/generation_request.h"
 #include "server/common/reply_format.h"
+#include "text/output/output_format.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace qmlx::server {
@@ -35,10 +37,22 @@ class ReplyGrammars {
   // keyword the engine cannot enforce, with its path).
   std::shared_ptr<const grammar::TokenMaskTables> bind(const ReplyFormat& format, uint64_t uid);
 
+  // The request's tool-call grammar (tool_call_grammar.h) bound to the vocabulary; null when
+  // its calls are free. `every_tool`: the server's tool_call_grammar (else strict tools only).
+  // Throws ApiError(400) for a strict tool whose schema has a keyword the engine cannot
+  // enforce, or a schema the compiler refuses; other tools' such keywords are dropped, logged
+  // once and counted, as for reply formats.
+  std::shared_ptr<const grammar::TokenMaskTables> bind_tool_calls(const GenerationRequest& request,
+                                                                  ToolCallFormat format,
+                                                                  bool every_tool, uint64_t uid);
+
   const grammar::GrammarCache& cache() const { return cache_; }
 
  private:
   std::shared_ptr<const grammar::TokenVocabulary> vocabulary();
+  // Logs (once per `key`) and counts keywords dropped from the constraint of `where`.
+  void report_dropped(const std::vector<grammar::UnsupportedKeyword>& keywords,
+                      const std::string& key, const std::string& where, uint64_t uid);
 
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::vector<int32_t> stop_token_ids_;
