@@ -102,9 +102,9 @@ class ToolCallGrammarTest : public ::testing::Test {
 
 const std::string kJsonCall =
     "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
-    "{\"city\":\"Paris \\\"centre\\\"\",\"days\":3,\"unit\":\"celsius\"}}\n</tool_call>";
+    "{\"city\": \"Paris \\\"centre\\\"\", \"days\": 3, \"unit\": \"celsius\"}}\n</tool_call>";
 const std::string kJsonTimeCall =
-    "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\":\"CET\"}}\n</tool_call>";
+    "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}\n</tool_call>";
 
 TEST_F(ToolCallGrammarTest, JsonCallsAcceptedTokenByTokenAndParsed) {
   GenerationRequest request = weather_request();
@@ -124,23 +124,25 @@ TEST_F(ToolCallGrammarTest, MalformedJsonCallsRefused) {
   ASSERT_TRUE(tables);
   const std::vector<std::string> malformed = {
       // a tool that was never offered
-      "<tool_call>\n{\"name\": \"get_wether\", \"arguments\": {\"zone\":\"CET\"}}\n</tool_call>",
+      "<tool_call>\n{\"name\": \"get_wether\", \"arguments\": {\"zone\": \"CET\"}}\n</tool_call>",
       // a required argument missing
-      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\"}}\n</tool_call>",
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
       // a wrong type, and a value out of range
-      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\",\"days\":\"3\"}}"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": \"3\"}}"
       "\n</tool_call>",
-      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\",\"days\":15}}"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 15}}"
       "\n</tool_call>",
       // a value outside the enum
-      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"P\",\"days\":3,"
-      "\"unit\":\"kelvin\"}}\n</tool_call>",
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"P\", \"days\": 3, "
+      "\"unit\": \"kelvin\"}}\n</tool_call>",
       // broken JSON: a brace short
-      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\":\"CET\"}\n</tool_call>",
+      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}\n</tool_call>",
       // the call never closed (the turn may not end inside it)
-      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\":\"CET\"}}",
+      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}",
       // text after the calls
       kJsonTimeCall + " done",
+      // arguments without the templates' spacing
+      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\":\"CET\"}}\n</tool_call>",
   };
   for (const std::string& text : malformed) EXPECT_FALSE(accepts(tables, text)) << text;
 }
@@ -171,10 +173,10 @@ TEST_F(ToolCallGrammarTest, StrictToolsOnlyWhenTheConfigIsOff) {
   ASSERT_TRUE(tables);
   EXPECT_TRUE(accepts(tables, kJsonTimeCall));
   EXPECT_FALSE(accepts(tables,
-                       "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\":1}}\n"
+                       "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": 1}}\n"
                        "</tool_call>"));
   EXPECT_TRUE(accepts(tables,
-                      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"days\":\"x\"}}\n"
+                      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"days\": \"x\"}}\n"
                       "</tool_call>"));
   EXPECT_FALSE(accepts(tables,
                        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": [1]}\n</tool_call>"));
@@ -197,7 +199,7 @@ TEST_F(ToolCallGrammarTest, UnenforceableKeywordsReportedWithTheTool) {
 const std::string kXmlCall =
     "<tool_call>\n<function=get_weather>\n<parameter=city>\nSaint-Denis\n<b>north</b> </param\n"
     "</parameter>\n<parameter=days>\n3\n</parameter>\n<parameter=unit>\ncelsius\n</parameter>\n"
-    "<parameter=tags>\n[\"a\",\"b\"]\n</parameter>\n</function>\n</tool_call>";
+    "<parameter=tags>\n[\"a\", \"b\"]\n</parameter>\n</function>\n</tool_call>";
 const std::string kXmlTimeCall =
     "<tool_call>\n<function=get_time>\n<parameter=zone>\nCET\n</parameter>\n</function>\n"
     "</tool_call>";

@@ -32,7 +32,14 @@ ReplyGrammars::ReplyGrammars(std::shared_ptr<const Tokenizer> tokenizer,
 std::shared_ptr<const grammar::TokenVocabulary> ReplyGrammars::vocabulary() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!vocabulary_) {
-    vocabulary_ = grammar::TokenVocabulary::from_tokenizer(*tokenizer_, stop_token_ids_);
+    // The tool-call tags are text the tool-call grammar spells, whether or not the tokenizer
+    // flags them special (Qwen3's are ordinary; a model writes each as its one token).
+    std::vector<int32_t> tags;
+    for (std::string_view tag : {kToolCallOpenTag, kToolCallCloseTag}) {
+      if (std::optional<int32_t> id = tokenizer_->token_id(tag)) tags.push_back(*id);
+    }
+    vocabulary_ =
+        grammar::TokenVocabulary::from_tokenizer(*tokenizer_, stop_token_ids_, tags);
   }
   return vocabulary_;
 }

@@ -62,7 +62,9 @@ std::string text_without_rules(const std::string& name, std::string_view tag) {
 std::string embed_schema(const Json& schema, const std::string& prefix,
                          const std::string& path_prefix, grammar::GrammarAst& parts,
                          std::vector<grammar::UnsupportedKeyword>& dropped) {
-  grammar::CompiledGrammar compiled = grammar::compile_json_schema(schema);
+  grammar::SchemaOptions options;
+  options.item_space = options.key_space = " ";  // as the templates' tojson writes JSON
+  grammar::CompiledGrammar compiled = grammar::compile_json_schema(schema, options);
   for (grammar::UnsupportedKeyword k : compiled.unsupported) {
     k.path = path_prefix + k.path;
     dropped.push_back(std::move(k));

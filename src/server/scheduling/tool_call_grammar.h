@@ -3,8 +3,8 @@
 // each call's arguments held to that tool's parameter schema.
 //
 //   JSON (Qwen3):  <tool_call>\n{"name": "NAME", "arguments": ARGS}\n</tool_call>
-//                  ARGS as the schema compiler writes it (canonical JSON: no whitespace,
-//                  properties in schema order)
+//                  ARGS as the schema compiler writes it, with the templates' spacing
+//                  (`tojson`: ", " and ": "), properties in schema order
 //   XML (Qwen3.5): <tool_call>\n<function=NAME>\n PARAMS </function>\n</tool_call>
 //                  PARAMS: `<parameter=P>\nVALUE\n</parameter>\n` for the schema's properties
 //                  in schema order, each required one exactly once and each other at most once.

@@ -124,12 +124,12 @@ async function chat(server, extra) {
 
 // Scripts continue the forced `<tool_call>` (tool_choice "required").
 const SCRIPTS = {
-  "wrong-type": ["qwen3", '\n{"name": "get_time", "arguments": {"zone":"CET","hour":"12"}}\n</tool_call>'],
-  "brace-short": ["qwen3", '\n{"name": "get_time", "arguments": {"zone":"CET","hour":12}\n</tool_call>'],
+  "wrong-type": ["qwen3", '\n{"name": "get_time", "arguments": {"zone": "CET", "hour": "12"}}\n</tool_call>'],
+  "brace-short": ["qwen3", '\n{"name": "get_time", "arguments": {"zone": "CET", "hour": 12}\n</tool_call>'],
   "xml-word": ["qwen3_5", "\n<function=get_time>\n<parameter=zone>\nCET\n</parameter>\n" +
                "<parameter=hour>\ntwelve\n</parameter>\n</function>\n</tool_call>"],
 };
-const VALID_SCRIPT = '\n{"name": "get_weather", "arguments": {"city":"Paris","days":3,"unit":"celsius"}}\n</tool_call>';
+const VALID_SCRIPT = '\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3, "unit": "celsius"}}\n</tool_call>';
 
 async function scriptedChecks() {
   for (const [name, [template, script]] of Object.entries(SCRIPTS)) {
