@@ -75,9 +75,29 @@ std::shared_ptr<const grammar::TokenMaskTables> ReplyGrammars::bind_tool_calls(
     for (const ToolCallGrammar::Dropped& d : built.dropped) {
       if (d.strict) refuse_unenforceable(d.field, d.keyword, "tools");
     }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (unbindable_.count(std::hash<std::string>{}(built.text))) return nullptr;
+    }
     bound = cache_.grammar(built.text, vocabulary());
   } catch (const grammar::GrammarError& e) {
-    throw ApiError(400, std::string("tools: a tool's parameters: ") + e.what(), "tools");
+    // Strict tools were promised conforming calls: the client hears why not. Without them the
+    // grammar was the server's own choice (tool_call_grammar): the calls go free instead, and
+    // this tool set is not tried again.
+    if (!request.strict_tools.empty()) {
+      throw ApiError(400, std::string("tools: a tool's parameters: ") + e.what(), "tools");
+    }
+    bool first_time;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      first_time = unbindable_.size() < 10000 &&
+                   unbindable_.insert(std::hash<std::string>{}(built.text)).second;
+    }
+    if (first_time) {
+      log_warn("uid=" + std::to_string(uid) + " tools: the tool-call grammar is not used for " +
+               "this tool set, its calls are free: " + e.what());
+    }
+    return nullptr;
   }
   std::vector<grammar::UnsupportedKeyword> dropped;
   std::string where;

@@ -58,8 +58,20 @@ std::span<const float> ToolCallConstraint::mask(std::span<const float> logits) {
   masked_.assign(logits.begin(), logits.end());
   bits_.resize(std::max(matcher_->mask_words(), (masked_.size() + 63) / 64));
   matcher_->fill_next_token_bitmask(bits_);
-  for (size_t id = 0; id < masked_.size(); ++id) {
-    if (((bits_[id >> 6] >> (id & 63)) & 1) == 0) masked_[id] = kRefused;
+  // A word at a time: inside a string nearly every word is all ones, at a brace nearly every
+  // word is zero; only the mixed ones need their bits read.
+  const size_t n = masked_.size();
+  for (size_t w = 0; w * 64 < n; ++w) {
+    const uint64_t word = bits_[w];
+    const size_t end = std::min(n, w * 64 + 64);
+    if (word == ~uint64_t(0)) continue;
+    if (word == 0) {
+      std::fill(masked_.begin() + ptrdiff_t(w * 64), masked_.begin() + ptrdiff_t(end), kRefused);
+      continue;
+    }
+    for (size_t id = w * 64; id < end; ++id) {
+      if (((word >> (id & 63)) & 1) == 0) masked_[id] = kRefused;
+    }
   }
   return masked_;
 }

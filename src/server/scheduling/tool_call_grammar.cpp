@@ -46,15 +46,16 @@ std::string tag_mismatch(std::string_view tag, size_t k) {
   return out;
 }
 
-// Rules `name` for text that never contains `tag`, whose first byte recurs nowhere else in it:
-// any text is runs of other bytes and of `<` attempts that break off before the tag is whole.
-// The text may end inside an attempt ("</param"): what follows it is the caller's.
-std::string text_without_rules(const std::string& name, std::string_view tag) {
-  const std::string lt = name + "-lt", miss = name + "-miss";
+// The rule `name` for text that never contains `tag`, whose first byte recurs nowhere else in
+// it: any text is runs of other bytes and of `<` attempts that break off before the tag is
+// whole. The text may end inside an attempt ("</param"): what follows it is the caller's.
+// One rule, its parts inlined: a helper rule that could end inside an attempt would leave
+// nearly every token as a remainder for the matcher to walk at run time (tens of ms a mask).
+std::string text_without_rule(const std::string& name, std::string_view tag) {
   const std::string first = grammar_literal(tag.substr(0, 1));
-  return name + " ::= (" + excluding_class(tag[0], tag[0]) + " | " + lt + "* " + first + " " +
-         miss + ")* " + lt + "*\n" + lt + " ::= " + first + " " + tag_prefix_chain(tag, 1) + "\n" +
-         miss + " ::= " + tag_mismatch(tag, 1) + "\n";
+  const std::string attempt = "(" + first + " " + tag_prefix_chain(tag, 1) + ")";
+  return name + " ::= (" + excluding_class(tag[0], tag[0]) + " | " + attempt + "* " + first +
+         " (" + tag_mismatch(tag, 1) + "))* " + attempt + "*\n";
 }
 
 // Compiles `schema` and adds its rules under `prefix`; returns the value's rule. Dropped
@@ -110,7 +111,7 @@ class Builder {
     out += "call ::= " + grammar_literal(std::string(kToolCallOpenTag) + "\n") + " (" + choice +
            ") " + grammar_literal("\n" + std::string(kToolCallCloseTag)) + "\n";
     out += rules_;
-    if (uses_raw_) out += text_without_rules("xml-raw", kParameterClose);
+    if (uses_raw_) out += text_without_rule("xml-raw", kParameterClose);
     return out + grammar::grammar_ast_text(parts_);
   }
 

@@ -48,8 +48,21 @@ const TOOLS = [
     properties: { city: { type: "string" }, days: { type: "integer", minimum: 1, maximum: 7 },
                   unit: { enum: ["celsius", "fahrenheit"] } } } } },
 ];
+// For the random model: every value bounded, so a held call always ends within max_tokens
+// (a random model almost never samples the one token that closes an unbounded string).
+const BOUNDED_TOOLS = [
+  { type: "function", function: { name: "set_alarm", parameters: {
+    type: "object", additionalProperties: false, required: ["zone", "hour"],
+    properties: { zone: { enum: ["CET", "UTC", "PST"] }, hour: { type: "integer", minimum: 0, maximum: 23 },
+                  repeat: { type: "boolean" } } } } },
+  { type: "function", function: { name: "get_forecast", parameters: {
+    type: "object", additionalProperties: false, required: ["city", "days"],
+    properties: { city: { type: "string", maxLength: 6 }, days: { type: "integer", minimum: 1, maximum: 7 },
+                  unit: { enum: ["celsius", "fahrenheit"] } } } } },
+];
 const ajv = new Ajv({ strict: false });
-const validators = Object.fromEntries(TOOLS.map((t) => [t.function.name, ajv.compile(t.function.parameters)]));
+const validators = Object.fromEntries([...TOOLS, ...BOUNDED_TOOLS].map(
+  (t) => [t.function.name, ajv.compile(t.function.parameters)]));
 
 // What became of a reply's call: "valid", "invalid" (parsed, but against the schema),
 // "unparsed" (no call: the parser kept the text as content), "length" (cut by max_tokens).
@@ -166,7 +179,7 @@ function decodeSpeeds(logPath) {
   return speeds;
 }
 
-async function measure(model, label, temperatures, count, maxTokens) {
+async function measure(model, label, temperatures, count, maxTokens, tools = TOOLS) {
   for (const temperature of temperatures) {
     for (const grammar of ["false", "true"]) {
       const server = await serve(model, grammar);
@@ -178,7 +191,7 @@ async function measure(model, label, temperatures, count, maxTokens) {
             method: "POST",
             headers: { "Content-Type": "application/json", Authorization: "Bearer " + KEY },
             body: JSON.stringify({ messages: [{ role: "user", content: "What time is it in Paris?" }],
-                                   tools: TOOLS, tool_choice: "required", parallel_tool_calls: false,
+                                   tools, tool_choice: "required", parallel_tool_calls: false,
                                    chat_template_kwargs: { enable_thinking: false },
                                    temperature, seed, max_tokens: maxTokens }) });
           const body = await r.json();
@@ -201,6 +214,34 @@ async function measure(model, label, temperatures, count, maxTokens) {
   }
 }
 
+// What a new tool set costs at arrival: the grammar is compiled and bound to the vocabulary
+// before the request is queued (then cached). A coding agent's dozen tools, first request
+// against the same request again, grammar on and off.
+async function bindCost(model) {
+  const { TOOL_SCHEMAS } = await import(path.resolve(path.dirname(new URL(import.meta.url).pathname),
+                                                     "../../../bench/agent/lib/tools.mjs"));
+  for (const grammar of ["false", "true"]) {
+    const server = await serve(model, grammar);
+    const times = [];
+    try {
+      for (let i = 0; i < 3; ++i) {
+        const start = performance.now();
+        const r = await fetch(`${server.base}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", Authorization: "Bearer " + KEY },
+          body: JSON.stringify({ messages: [{ role: "user", content: "List the files." }],
+                                 tools: TOOL_SCHEMAS, temperature: 0, max_tokens: 1 }) });
+        await r.json();
+        times.push(performance.now() - start);
+      }
+    } finally {
+      server.stop();
+    }
+    console.log(`${TOOL_SCHEMAS.length} agent tools, grammar=${grammar}: request ms ` +
+                times.map((t) => t.toFixed(0)).join(", ") + " (first binds the grammar, then cached)");
+  }
+}
+
 async function main() {
   fs.mkdirSync(work, { recursive: true });
   if (measureFlag === "--measure") {
@@ -210,7 +251,8 @@ async function main() {
     await measure(valid, "scripted valid call", [1, 2, 3], count, 80);
     const random = path.join(work, "random-qwen3");
     makeRandomQwen3(random);
-    await measure(random, "random Qwen3 (real tokenizer)", [1], count, 256);
+    await measure(random, "random Qwen3 (real tokenizer)", [1], count, 128, BOUNDED_TOOLS);
+    await bindCost(random);
     return;
   }
   await scriptedChecks();
