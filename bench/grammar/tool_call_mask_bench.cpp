@@ -29,38 +29,38 @@ double ms_since(Clock::time_point start) {
 }
 
 Json tool(const char* name, Json properties, Json required) {
-  return {{"type", "function"},
-          {"function",
-           {{"name", name},
-            {"description", "a tool"},
-            {"parameters",
-             {{"type", "object"}, {"properties", properties}, {"required", required}}}}}};
+  return {
+      {"type", "function"},
+      {"function",
+       {{"name", name},
+        {"description", "a tool"},
+        {"parameters", {{"type", "object"}, {"properties", properties}, {"required", required}}}}}};
 }
 
 // The dozen tools of bench/agent/lib/tools.mjs, as a coding agent sends them.
 Json agent_tools() {
   const Json s = {{"type", "string"}}, i = {{"type", "integer"}};
-  Json todos = {{"type", "array"},
-                {"items",
-                 {{"type", "object"},
-                  {"properties",
-                   {{"content", s},
-                    {"status",
-                     {{"type", "string"},
-                      {"enum", {"pending", "in_progress", "completed"}}}}}},
-                  {"required", {"content", "status"}}}}};
-  return Json::array(
-      {tool("read_file", {{"path", s}, {"offset", i}, {"limit", i}}, {"path"}),
-       tool("write_file", {{"path", s}, {"content", s}}, {"path", "content"}),
-       tool("edit", {{"path", s}, {"old_string", s}, {"new_string", s}},
-            {"path", "old_string", "new_string"}),
-       tool("bash", {{"command", s}, {"timeout_ms", i}}, {"command"}),
-       tool("grep", {{"pattern", s}, {"path", s}, {"glob", s}}, {"pattern"}),
-       tool("glob", {{"pattern", s}}, {"pattern"}), tool("list_dir", {{"path", s}}, {"path"}),
-       tool("web_fetch", {{"url", s}, {"prompt", s}}, {"url"}),
-       tool("web_search", {{"query", s}}, {"query"}), tool("todo_write", {{"todos", todos}}, {"todos"}),
-       tool("task", {{"description", s}, {"prompt", s}}, {"description", "prompt"}),
-       tool("ask_user", {{"question", s}}, {"question"})});
+  Json todos = {
+      {"type", "array"},
+      {"items",
+       {{"type", "object"},
+        {"properties",
+         {{"content", s},
+          {"status", {{"type", "string"}, {"enum", {"pending", "in_progress", "completed"}}}}}},
+        {"required", {"content", "status"}}}}};
+  return Json::array({tool("read_file", {{"path", s}, {"offset", i}, {"limit", i}}, {"path"}),
+                      tool("write_file", {{"path", s}, {"content", s}}, {"path", "content"}),
+                      tool("edit", {{"path", s}, {"old_string", s}, {"new_string", s}},
+                           {"path", "old_string", "new_string"}),
+                      tool("bash", {{"command", s}, {"timeout_ms", i}}, {"command"}),
+                      tool("grep", {{"pattern", s}, {"path", s}, {"glob", s}}, {"pattern"}),
+                      tool("glob", {{"pattern", s}}, {"pattern"}),
+                      tool("list_dir", {{"path", s}}, {"path"}),
+                      tool("web_fetch", {{"url", s}, {"prompt", s}}, {"url"}),
+                      tool("web_search", {{"query", s}}, {"query"}),
+                      tool("todo_write", {{"todos", todos}}, {"todos"}),
+                      tool("task", {{"description", s}, {"prompt", s}}, {"description", "prompt"}),
+                      tool("ask_user", {{"question", s}}, {"question"})});
 }
 
 void run(const qmlx::Tokenizer& tokenizer, qmlx::ToolCallFormat format, const std::string& call,
@@ -102,8 +102,8 @@ void run(const qmlx::Tokenizer& tokenizer, qmlx::ToolCallFormat format, const st
   std::sort(us.begin(), us.end());
   auto at = [&](double q) { return us[std::min(us.size() - 1, size_t(q * double(us.size())))]; };
   std::printf("| %s | %zu | %.1f | %.1f | %zu | %.1f | %.1f | %.1f |\n",
-              format == ToolCallFormat::kJson ? "Qwen3 JSON" : "Qwen3.5 XML",
-              request.tools.size(), build_ms, bind_ms, ids.size(), at(0.5), at(0.99), us.back());
+              format == ToolCallFormat::kJson ? "Qwen3 JSON" : "Qwen3.5 XML", request.tools.size(),
+              build_ms, bind_ms, ids.size(), at(0.5), at(0.99), us.back());
 }
 
 }  // namespace

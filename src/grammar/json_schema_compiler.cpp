@@ -121,8 +121,10 @@ class SchemaCompiler {
       std::string generic = kJsonRules;
       for (size_t at; (at = generic.find("JSONCHAR")) != std::string::npos;)
         generic.replace(at, 8, kJsonStringChar);
-      for (size_t at; (at = generic.find("COLON")) != std::string::npos;) generic.replace(at, 5, colon_);
-      for (size_t at; (at = generic.find("COMMA")) != std::string::npos;) generic.replace(at, 5, comma_);
+      for (size_t at; (at = generic.find("COLON")) != std::string::npos;)
+        generic.replace(at, 5, colon_);
+      for (size_t at; (at = generic.find("COMMA")) != std::string::npos;)
+        generic.replace(at, 5, comma_);
       text += generic;
     }
     CompiledGrammar out = compile_grammar(text, options_.grammar_limits);
@@ -387,7 +389,8 @@ class SchemaCompiler {
     // tail(k, written): the members from property k on, `written` saying whether one came before
     // (so the next needs a comma). Written back to front as nested expressions.
     std::string tail_written = extra.empty() ? "" : "(" + comma_ + " " + extra + ")*";
-    std::string tail_first = extra.empty() ? "" : "(" + extra + " (" + comma_ + " " + extra + ")*)?";
+    std::string tail_first =
+        extra.empty() ? "" : "(" + extra + " (" + comma_ + " " + extra + ")*)?";
     for (size_t k = props.size(); k-- > 0;) {
       const Property& p = props[k];
       std::string member_first =

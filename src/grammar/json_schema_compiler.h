@@ -1,5 +1,6 @@
 // JSON Schema -> grammar. The output is canonical JSON (canonical_json.h): no whitespace (unless
-// SchemaOptions asks for a space after separators), properties in schema order. Supported (draft 7 and 2020-12 spellings):
+// SchemaOptions asks for a space after separators), properties in schema order. Supported (draft 7
+// and 2020-12 spellings):
 //   type (one or a list), enum, const, anyOf, oneOf (only where its branches cannot both match:
 //   different types, different const/enum values, or a required property with different const
 //   values; else reported and compiled as anyOf), allOf (merged into one schema), $ref to

@@ -44,9 +44,9 @@ std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_tokenizer(
   std::vector<bool> special(static_cast<size_t>(n));
   for (int32_t id = 0; id < n; ++id) {
     special[static_cast<size_t>(id)] =
-        tokenizer.is_special(id) && std::find(matchable_special_ids.begin(),
-                                              matchable_special_ids.end(),
-                                              id) == matchable_special_ids.end();
+        tokenizer.is_special(id) &&
+        std::find(matchable_special_ids.begin(), matchable_special_ids.end(), id) ==
+            matchable_special_ids.end();
     bytes[static_cast<size_t>(id)] = tokenizer.token_bytes(id);
   }
   return std::make_shared<const TokenVocabulary>(std::move(bytes), std::move(special),

@@ -28,14 +28,15 @@ TEST(GrammarComposition, WrittenBackTextMeansTheSame) {
                                   "b": {"type": "array", "items": {"enum": [1, "x"]}}}})"))
           .text;
   const std::string written = grammar_ast_text(parse_grammar(schema_text));
-  for (std::string text : {R"({"a":"abc"})", R"({"a":"","b":[1,"x"]})",
-                                  R"({"a":"abcd"})", R"({"b":[]})", R"({"a":"é\n"})"}) {
+  for (std::string text : {R"({"a":"abc"})", R"({"a":"","b":[1,"x"]})", R"({"a":"abcd"})",
+                           R"({"b":[]})", R"({"a":"é\n"})"}) {
     EXPECT_EQ(matches(written, text), matches(schema_text, text)) << text;
   }
   EXPECT_TRUE(matches(written, R"({"a":"ab","b":[1]})"));
   EXPECT_FALSE(matches(written, R"({"a":"ab","b":[2]})"));
   // Classes that match nothing survive the trip.
-  EXPECT_FALSE(matches(grammar_ast_text(parse_grammar("root ::= \"a\" [^\\x00-\\U0010ffff]?")), "ab"));
+  EXPECT_FALSE(
+      matches(grammar_ast_text(parse_grammar("root ::= \"a\" [^\\x00-\\U0010ffff]?")), "ab"));
 }
 
 TEST(GrammarComposition, EmbeddedRulesKeepTheirReferences) {

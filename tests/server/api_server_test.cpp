@@ -334,17 +334,19 @@ TEST_F(ApiServerTest, StrictToolWithAnUnenforceableKeywordIs400) {
   EXPECT_EQ(openai->status, 400);
   EXPECT_NE(openai->body.find("uniqueItems"), std::string::npos) << openai->body;
   EXPECT_NE(openai->body.find("tag"), std::string::npos) << openai->body;
-  auto anthropic = post("/v1/messages",
-                        json{{"model", "fake-model"},
-                             {"max_tokens", 20},
-                             {"messages", {{{"role", "user"}, {"content", "x"}}}},
-                             {"tools", {{{"name", "tag"}, {"input_schema", parameters}, {"strict", true}}}}}
-                            .dump());
+  auto anthropic =
+      post("/v1/messages",
+           json{{"model", "fake-model"},
+                {"max_tokens", 20},
+                {"messages", {{{"role", "user"}, {"content", "x"}}}},
+                {"tools", {{{"name", "tag"}, {"input_schema", parameters}, {"strict", true}}}}}
+               .dump());
   ASSERT_TRUE(anthropic);
   EXPECT_EQ(anthropic->status, 400);
   // Not strict: the keyword is dropped from the constraint and the request served.
   fn.erase("strict");
-  post_json("/v1/chat/completions", chat("x", {{"tools", {{{"type", "function"}, {"function", fn}}}}}));
+  post_json("/v1/chat/completions",
+            chat("x", {{"tools", {{{"type", "function"}, {"function", fn}}}}}));
 }
 
 // A named function is forced with its name, whatever the model would have called; in either

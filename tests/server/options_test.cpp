@@ -52,7 +52,8 @@ TEST_F(OptionsTest, ToolCallGrammarFromTheFileAndTheFlag) {
   auto config = write_config(R"({"tool_call_grammar": false})");
   EXPECT_FALSE(parse({"--cache-config", config}).options->tool_call_grammar);
   // The flag wins over the file.
-  EXPECT_TRUE(parse({"--cache-config", config, "--tool-call-grammar", "true"}).options->tool_call_grammar);
+  EXPECT_TRUE(
+      parse({"--cache-config", config, "--tool-call-grammar", "true"}).options->tool_call_grammar);
   EXPECT_FALSE(parse({"--tool-call-grammar", "false"}).options->tool_call_grammar);
   EXPECT_THROW(parse({"--cache-config", write_config(R"({"tool_call_grammar": "yes"})")}), Error);
 }

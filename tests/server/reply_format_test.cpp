@@ -245,8 +245,9 @@ namespace {
 // fake model opens a call whose arguments break the tool's schema; the tool-call grammar (on
 // by default) holds them to it.
 TEST_F(ReplyFormatTest, ToolsAndAFormatTogetherGiveAValidCall) {
-  start("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": "
-        "\"three\"}}\n</tool_call>");
+  start(
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": "
+      "\"three\"}}\n</tool_call>");
   const json tools = {{{"type", "function"},
                        {"function", {{"name", "get_weather"}, {"parameters", kWeatherSchema}}}}};
   json r = ok("/v1/chat/completions",

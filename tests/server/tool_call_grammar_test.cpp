@@ -126,9 +126,11 @@ TEST_F(ToolCallGrammarTest, MalformedJsonCallsRefused) {
       // a tool that was never offered
       "<tool_call>\n{\"name\": \"get_wether\", \"arguments\": {\"zone\": \"CET\"}}\n</tool_call>",
       // a required argument missing
-      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\"}}\n</tool_call>",
       // a wrong type, and a value out of range
-      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": \"3\"}}"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": "
+      "\"3\"}}"
       "\n</tool_call>",
       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 15}}"
       "\n</tool_call>",
@@ -178,8 +180,8 @@ TEST_F(ToolCallGrammarTest, StrictToolsOnlyWhenTheConfigIsOff) {
   EXPECT_TRUE(accepts(tables,
                       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"days\": \"x\"}}\n"
                       "</tool_call>"));
-  EXPECT_FALSE(accepts(tables,
-                       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": [1]}\n</tool_call>"));
+  EXPECT_FALSE(accepts(
+      tables, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": [1]}\n</tool_call>"));
 }
 
 TEST_F(ToolCallGrammarTest, UnenforceableKeywordsReportedWithTheTool) {

@@ -103,8 +103,8 @@ struct ParsedCommandLine {
 ParsedCommandLine parse_serve_command_line(int argc, char** argv);
 
 // Merges a parsed cache_config.json document into `options`, skipping the fields named in
-// `set_by_flags` ("model", "hybrid_attention", "deltanet_state_aware", "tool_call_grammar"). Throws qmlx::Error
-// naming the file and key on an invalid value; unknown keys become warnings.
+// `set_by_flags` ("model", "hybrid_attention", "deltanet_state_aware", "tool_call_grammar"). Throws
+// qmlx::Error naming the file and key on an invalid value; unknown keys become warnings.
 void apply_config_file(const nlohmann::json& document, const std::string& file_name,
                        const std::vector<std::string>& set_by_flags, ServerOptions& options);
 

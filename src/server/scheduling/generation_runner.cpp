@@ -8,8 +8,8 @@
 
 #include "base/logging.h"
 #include "server/scheduling/canonical_history.h"
-#include "server/scheduling/stop_matcher.h"
 #include "server/scheduling/reply_constraint.h"
+#include "server/scheduling/stop_matcher.h"
 #include "server/scheduling/tool_call_constraint.h"
 #include "server/scheduling/tool_choice_constraint.h"
 #include "text/output/output_parser.h"
@@ -258,8 +258,7 @@ class Run {
         logits = session_.logits();
         std::optional<int32_t> forced = tool_choice.forced_token();
         if (!forced) forced = reply.forced_token(i);
-        token = forced ? *forced
-                       : sampler->sample(tool_calls.mask(reply.mask(logits)), history);
+        token = forced ? *forced : sampler->sample(tool_calls.mask(reply.mask(logits)), history);
       }
       tool_choice.observe(token);
       reply.observe(token);
@@ -332,7 +331,8 @@ class Run {
                                    const ToolCallConstraint& tool_calls) {
     SpeculativeDecoding* speculative = session_.speculative();
     if (speculative && (tool_choice.may_force() || reply.enabled() || tool_calls.enabled())) {
-      log_info("uid=" + std::to_string(job_.uid()) + " speculative decoding off for this request: " +
+      log_info("uid=" + std::to_string(job_.uid()) +
+               " speculative decoding off for this request: " +
                (reply.enabled()        ? "its reply format constrains tokens"
                 : tool_calls.enabled() ? "its tool calls are constrained"
                                        : "its tool_choice forces tokens"));

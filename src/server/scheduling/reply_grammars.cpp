@@ -38,8 +38,7 @@ std::shared_ptr<const grammar::TokenVocabulary> ReplyGrammars::vocabulary() {
     for (std::string_view tag : {kToolCallOpenTag, kToolCallCloseTag}) {
       if (std::optional<int32_t> id = tokenizer_->token_id(tag)) tags.push_back(*id);
     }
-    vocabulary_ =
-        grammar::TokenVocabulary::from_tokenizer(*tokenizer_, stop_token_ids_, tags);
+    vocabulary_ = grammar::TokenVocabulary::from_tokenizer(*tokenizer_, stop_token_ids_, tags);
   }
   return vocabulary_;
 }
@@ -110,8 +109,7 @@ std::shared_ptr<const grammar::TokenMaskTables> ReplyGrammars::bind_tool_calls(
 }
 
 void ReplyGrammars::report_dropped(const std::vector<grammar::UnsupportedKeyword>& unsupported,
-                                   const std::string& key, const std::string& where,
-                                   uint64_t uid) {
+                                   const std::string& key, const std::string& where, uint64_t uid) {
   std::string keywords;
   for (const grammar::UnsupportedKeyword& k : unsupported) {
     keywords += (keywords.empty() ? "" : ",") + k.keyword + "@" + (k.path.empty() ? "#" : k.path);

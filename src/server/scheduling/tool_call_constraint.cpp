@@ -16,8 +16,7 @@ constexpr float kRefused = -std::numeric_limits<float>::infinity();
 
 ToolCallConstraint::ToolCallConstraint(std::shared_ptr<const grammar::TokenMaskTables> tables,
                                        const GenerationRequest& request,
-                                       std::string_view rendered_prompt,
-                                       const Tokenizer& tokenizer,
+                                       std::string_view rendered_prompt, const Tokenizer& tokenizer,
                                        std::vector<int32_t> stop_token_ids)
     : tables_(std::move(tables)),
       stop_token_ids_(std::move(stop_token_ids)),
@@ -25,7 +24,8 @@ ToolCallConstraint::ToolCallConstraint(std::shared_ptr<const grammar::TokenMaskT
       call_open_(tokenizer, kToolCallOpenTag),
       call_close_(tokenizer, kToolCallCloseTag),
       tokenizer_(tokenizer) {
-  const bool calls_parsed = !request.tools.empty() && request.tool_choice != ToolChoiceMode::kNone &&
+  const bool calls_parsed = !request.tools.empty() &&
+                            request.tool_choice != ToolChoiceMode::kNone &&
                             request.route != Route::kCompletions;
   if (!calls_parsed || (!tables_ && request.parallel_tool_calls)) return;
   // As the output parser reads a reply: reasoning first when the prompt opened it, else when

@@ -19,7 +19,7 @@ using grammar::grammar_literal;
 constexpr std::string_view kParameterClose = "</parameter>";
 
 // Keywords that say nothing about a string value's text.
-const std::set<std::string> kStringAnnotations = {"type",     "description", "title", "default",
+const std::set<std::string> kStringAnnotations = {"type",     "description", "title",     "default",
                                                   "examples", "$comment",    "deprecated"};
 
 std::string excluding_class(char a, char b) {
@@ -54,8 +54,8 @@ std::string tag_mismatch(std::string_view tag, size_t k) {
 std::string text_without_rule(const std::string& name, std::string_view tag) {
   const std::string first = grammar_literal(tag.substr(0, 1));
   const std::string attempt = "(" + first + " " + tag_prefix_chain(tag, 1) + ")";
-  return name + " ::= (" + excluding_class(tag[0], tag[0]) + " | " + attempt + "* " + first +
-         " (" + tag_mismatch(tag, 1) + "))* " + attempt + "*\n";
+  return name + " ::= (" + excluding_class(tag[0], tag[0]) + " | " + attempt + "* " + first + " (" +
+         tag_mismatch(tag, 1) + "))* " + attempt + "*\n";
 }
 
 // Compiles `schema` and adds its rules under `prefix`; returns the value's rule. Dropped
@@ -88,9 +88,8 @@ class Builder {
                       : Json{{"type", "object"}};
     std::string body;
     if (format_ == ToolCallFormat::kJson) {
-      const std::string arguments =
-          embed_schema(held ? schema : Json{{"type", "object"}}, prefix + "a-", "", parts_,
-                       dropped);
+      const std::string arguments = embed_schema(held ? schema : Json{{"type", "object"}},
+                                                 prefix + "a-", "", parts_, dropped);
       body = grammar_literal("{\"name\": " + Json(name).dump() + ", \"arguments\": ") + " " +
              arguments + " " + grammar_literal("}");
     } else {
@@ -105,9 +104,9 @@ class Builder {
   std::string text(const std::vector<std::string>& alternatives) const {
     std::string choice;
     for (const std::string& a : alternatives) choice += (choice.empty() ? "" : " | ") + a;
-    std::string out = "root ::= call" +
-                      (request_.parallel_tool_calls ? " (" + grammar_literal("\n") + " call)*" : "") +
-                      "\n";
+    std::string out =
+        "root ::= call" +
+        (request_.parallel_tool_calls ? " (" + grammar_literal("\n") + " call)*" : "") + "\n";
     out += "call ::= " + grammar_literal(std::string(kToolCallOpenTag) + "\n") + " (" + choice +
            ") " + grammar_literal("\n" + std::string(kToolCallCloseTag)) + "\n";
     out += rules_;
@@ -124,13 +123,13 @@ class Builder {
   // Any parameters, raw values: for tools not held to a schema, and schemas without properties.
   std::string any_parameters() {
     uses_raw_ = true;
-    return "(" + grammar_literal("<parameter=") +
-           " [^<>\\n]+ " + grammar_literal(">\n") + " xml-raw " +
-           grammar_literal("\n" + std::string(kParameterClose) + "\n") + ")*";
+    return "(" + grammar_literal("<parameter=") + " [^<>\\n]+ " + grammar_literal(">\n") +
+           " xml-raw " + grammar_literal("\n" + std::string(kParameterClose) + "\n") + ")*";
   }
 
   std::string xml_parameters(const std::string& function, const std::string& prefix,
-                             const Json* schema, std::vector<grammar::UnsupportedKeyword>& dropped) {
+                             const Json* schema,
+                             std::vector<grammar::UnsupportedKeyword>& dropped) {
     if (!schema || !schema->contains("properties") || !(*schema)["properties"].is_object() ||
         (*schema)["properties"].empty()) {
       return any_parameters();
@@ -147,8 +146,8 @@ class Builder {
       const std::string path = "/properties/" + name;
       std::string value;
       if (catalog_.expects_json_value(function, name)) {
-        value = embed_schema(property, prefix + "p" + std::to_string(j) + "-", path, parts_,
-                             dropped);
+        value =
+            embed_schema(property, prefix + "p" + std::to_string(j) + "-", path, parts_, dropped);
       } else {
         value = raw_value(property, path, dropped);
       }
@@ -169,7 +168,8 @@ class Builder {
         listed.push_back(c->get<std::string>());
       }
       if (auto e = property.find("enum"); e != property.end() && e->is_array()) {
-        bool all_strings = std::all_of(e->begin(), e->end(), [](const Json& v) { return v.is_string(); });
+        bool all_strings =
+            std::all_of(e->begin(), e->end(), [](const Json& v) { return v.is_string(); });
         if (all_strings) {
           for (const Json& v : *e) listed.push_back(v.get<std::string>());
         }
@@ -221,8 +221,8 @@ ToolCallGrammar build_tool_call_grammar(const GenerationRequest& request, ToolCa
     std::vector<grammar::UnsupportedKeyword> dropped;
     alternatives.push_back(builder.tool_call(i, function, held, dropped));
     for (grammar::UnsupportedKeyword& k : dropped) {
-      out.dropped.push_back({std::move(k), "tools[" + std::to_string(i) + "] (" + name + ")",
-                             strict(name)});
+      out.dropped.push_back(
+          {std::move(k), "tools[" + std::to_string(i) + "] (" + name + ")", strict(name)});
     }
   }
   if (!any_held || alternatives.empty()) return {};
