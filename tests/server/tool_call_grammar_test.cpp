@@ -224,7 +224,11 @@ TEST_F(ToolCallGrammarTest, XmlCallsAcceptedTokenByTokenAndParsed) {
 }
 
 TEST_F(ToolCallGrammarTest, MalformedXmlCallsRefused) {
-  auto tables = bind(weather_request(), ToolCallFormat::kXml, true);
+  // Strict tools: only the declared parameters (a tool held by tool_call_grammar alone may
+  // also have others after them, see UndeclaredArgumentsUnlessForbidden).
+  GenerationRequest request = weather_request();
+  request.strict_tools = {"get_weather", "get_time"};
+  auto tables = bind(request, ToolCallFormat::kXml, false);
   ASSERT_TRUE(tables);
   const std::vector<std::string> malformed = {
       // a required parameter missing
@@ -236,15 +240,42 @@ TEST_F(ToolCallGrammarTest, MalformedXmlCallsRefused) {
       // an integer that is not one
       "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
       "<parameter=days>\nthree\n</parameter>\n</function>\n</tool_call>",
-      // an undeclared parameter
-      "<tool_call>\n<function=get_time>\n<parameter=zone>\nCET\n</parameter>\n<parameter=x>\n1\n"
-      "</parameter>\n</function>\n</tool_call>",
+      // a declared parameter before the required one it follows in the schema
+      "<tool_call>\n<function=get_weather>\n<parameter=days>\n3\n</parameter>\n"
+      "<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
       // a function never offered
       "<tool_call>\n<function=get_date>\n</function>\n</tool_call>",
       // the closing tag missing (the value runs into </function>)
       "<tool_call>\n<function=get_time>\n<parameter=zone>\nCET\n</function>\n</tool_call>",
   };
   for (const std::string& text : malformed) EXPECT_FALSE(accepts(tables, text)) << text;
+}
+
+// XML: parameters the schema does not declare are allowed after the declared ones where it
+// does not forbid them (JSON Schema's default; models write such ones), for tools held by the
+// server's tool_call_grammar; a strict tool, or `additionalProperties: false`, has only its
+// declared ones. (JSON arguments keep the schema compiler's reading: only the declared ones,
+// unless additionalProperties allows others.)
+TEST_F(ToolCallGrammarTest, UndeclaredArgumentsUnlessForbidden) {
+  GenerationRequest request = weather_request();  // get_time: no additionalProperties
+  const std::string xml_extra =
+      "<tool_call>\n<function=get_time>\n<parameter=zone>\nCET\n</parameter>\n"
+      "<parameter=description>\nnow\n</parameter>\n</function>\n</tool_call>";
+  EXPECT_TRUE(accepts(bind(request, ToolCallFormat::kXml, true), xml_extra));
+  GenerationRequest closed = request;
+  closed.tools[1]["function"]["parameters"]["additionalProperties"] = false;
+  EXPECT_FALSE(accepts(bind(closed, ToolCallFormat::kXml, true), xml_extra));
+  GenerationRequest strict = request;
+  strict.strict_tools = {"get_time"};
+  EXPECT_FALSE(accepts(bind(strict, ToolCallFormat::kXml, false), xml_extra));
+
+  const std::string json_extra =
+      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\", "
+      "\"description\": \"now\"}}\n</tool_call>";
+  EXPECT_FALSE(accepts(bind(request, ToolCallFormat::kJson, true), json_extra));
+  GenerationRequest open = request;
+  open.tools[1]["function"]["parameters"]["additionalProperties"] = true;
+  EXPECT_TRUE(accepts(bind(open, ToolCallFormat::kJson, true), json_extra));
 }
 
 }  // namespace

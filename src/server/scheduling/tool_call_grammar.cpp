@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <set>
 
 #include "grammar/grammar_composition.h"
@@ -58,6 +59,12 @@ std::string text_without_rule(const std::string& name, std::string_view tag) {
          tag_mismatch(tag, 1) + "))* " + attempt + "*\n";
 }
 
+// Whether an object schema lets members other than its declared properties be written.
+bool allows_other_properties(const Json& schema) {
+  auto it = schema.find("additionalProperties");
+  return it == schema.end() || !(it->is_boolean() && !it->get<bool>());
+}
+
 // Compiles `schema` and adds its rules under `prefix`; returns the value's rule. Dropped
 // keywords get `path_prefix` before their paths.
 std::string embed_schema(const Json& schema, const std::string& prefix,
@@ -79,7 +86,7 @@ class Builder {
       : request_(request), format_(format), catalog_(nlohmann::json(request.tools)) {}
 
   // The rule of one tool's call body (between the framing newlines of `<tool_call>`).
-  std::string tool_call(size_t index, const Json& function, bool held,
+  std::string tool_call(size_t index, const Json& function, bool held, bool strict,
                         std::vector<grammar::UnsupportedKeyword>& dropped) {
     const std::string name = function["name"].get<std::string>();
     const std::string prefix = "t" + std::to_string(index) + "-";
@@ -88,13 +95,17 @@ class Builder {
                       : Json{{"type", "object"}};
     std::string body;
     if (format_ == ToolCallFormat::kJson) {
+      // As the schema compiler reads it: with `properties` and no additionalProperties, only
+      // the declared arguments. (Opening such objects to other keys, as JSON Schema would,
+      // made a coding agent's dozen tools bind in over 5 s: each object's other-key automaton
+      // walks the vocabulary.)
       const std::string arguments = embed_schema(held ? schema : Json{{"type", "object"}},
                                                  prefix + "a-", "", parts_, dropped);
       body = grammar_literal("{\"name\": " + Json(name).dump() + ", \"arguments\": ") + " " +
              arguments + " " + grammar_literal("}");
     } else {
       body = grammar_literal("<function=" + name + ">\n") + " " +
-             xml_parameters(name, prefix, held ? &schema : nullptr, dropped) + " " +
+             xml_parameters(name, prefix, held ? &schema : nullptr, strict, dropped) + " " +
              grammar_literal("</function>");
     }
     rules_ += prefix + "call ::= " + body + "\n";
@@ -110,7 +121,9 @@ class Builder {
     out += "call ::= " + grammar_literal(std::string(kToolCallOpenTag) + "\n") + " (" + choice +
            ") " + grammar_literal("\n" + std::string(kToolCallCloseTag)) + "\n";
     out += rules_;
-    if (uses_raw_) out += text_without_rule("xml-raw", kParameterClose);
+    if (uses_raw_) {
+      out += text_without_rule("xml-raw", kParameterClose) + "xml-other-name ::= [^<>\\n]+\n";
+    }
     return out + grammar::grammar_ast_text(parts_);
   }
 
@@ -123,12 +136,12 @@ class Builder {
   // Any parameters, raw values: for tools not held to a schema, and schemas without properties.
   std::string any_parameters() {
     uses_raw_ = true;
-    return "(" + grammar_literal("<parameter=") + " [^<>\\n]+ " + grammar_literal(">\n") +
+    return "(" + grammar_literal("<parameter=") + " xml-other-name " + grammar_literal(">\n") +
            " xml-raw " + grammar_literal("\n" + std::string(kParameterClose) + "\n") + ")*";
   }
 
   std::string xml_parameters(const std::string& function, const std::string& prefix,
-                             const Json* schema,
+                             const Json* schema, bool strict,
                              std::vector<grammar::UnsupportedKeyword>& dropped) {
     if (!schema || !schema->contains("properties") || !(*schema)["properties"].is_object() ||
         (*schema)["properties"].empty()) {
@@ -154,8 +167,20 @@ class Builder {
       out += " (" + parameter(name, value) + ")" + (required.count(name) ? "" : "?");
       ++j;
     }
+    // Parameters the schema does not declare, where it does not forbid them (models write
+    // such ones, and JSON Schema allows them): after the declared ones, raw. Not for strict
+    // tools: the other name is one shared rule that does not exclude the declared names (an
+    // automaton excluding them per tool took over 5 s to bind for a dozen tools), so a
+    // declared parameter could come again there, raw.
+    if (!strict && allows_other_properties(*schema)) {
+      uses_raw_ = true;
+      out += " (" + grammar_literal("<parameter=") + " xml-other-name " +
+             grammar_literal(">\n") + " xml-raw " +
+             grammar_literal("\n" + std::string(kParameterClose) + "\n") + ")*";
+    }
     return out;
   }
+
 
   // A value the parser reads as a string: its raw text, one of the listed strings when the
   // schema lists them, else any text without `</parameter>` (other string keywords are
@@ -219,7 +244,7 @@ ToolCallGrammar build_tool_call_grammar(const GenerationRequest& request, ToolCa
     const bool held = every_tool || strict(name);
     any_held = any_held || held;
     std::vector<grammar::UnsupportedKeyword> dropped;
-    alternatives.push_back(builder.tool_call(i, function, held, dropped));
+    alternatives.push_back(builder.tool_call(i, function, held, strict(name), dropped));
     for (grammar::UnsupportedKeyword& k : dropped) {
       out.dropped.push_back(
           {std::move(k), "tools[" + std::to_string(i) + "] (" + name + ")", strict(name)});
