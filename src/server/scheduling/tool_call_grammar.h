@@ -7,7 +7,9 @@
 //                  (`tojson`: ", " and ": "), properties in schema order
 //   XML (Qwen3.5): <tool_call>\n<function=NAME>\n PARAMS </function>\n</tool_call>
 //                  PARAMS: `<parameter=P>\nVALUE\n</parameter>\n` for the schema's properties
-//                  in schema order, each required one exactly once and each other at most once.
+//                  in schema order, each required one exactly once and each other at most once;
+//                  then, unless additionalProperties is false or the tool strict, undeclared
+//                  ones with raw values.
 //                  VALUE is raw text that cannot contain `</parameter>` for a parameter the
 //                  output parser reads as a string (one of the listed values for a string
 //                  enum/const); else the JSON of its schema, as the template writes objects and
