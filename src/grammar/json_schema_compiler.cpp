@@ -23,8 +23,8 @@ constexpr const char* kNever = "[^\\x00-\\U0010ffff]";
 // The generic JSON rules, written once per grammar when used.
 const char* kJsonRules = R"(
 json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"
-json-object ::= "{" (json-string ":" json-value ("," json-string ":" json-value)*)? "}"
-json-array ::= "[" (json-value ("," json-value)*)? "]"
+json-object ::= "{" (json-string COLON json-value (COMMA json-string COLON json-value)*)? "}"
+json-array ::= "[" (json-value (COMMA json-value)*)? "]"
 json-string ::= "\"" JSONCHAR* "\""
 json-number ::= "-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [-+]? [0-9]+)?
 json-integer ::= "-"? ("0" | [1-9] [0-9]*)
@@ -109,6 +109,8 @@ class SchemaCompiler {
   SchemaCompiler(const Json& root, const SchemaOptions& options)
       : root_(root),
         options_(options),
+        comma_(grammar_literal("," + options.item_space)),
+        colon_(grammar_literal(":" + options.key_space)),
         deadline_(std::chrono::steady_clock::now() + options.max_compile_time) {}
 
   CompiledGrammar compile() {
@@ -119,6 +121,10 @@ class SchemaCompiler {
       std::string generic = kJsonRules;
       for (size_t at; (at = generic.find("JSONCHAR")) != std::string::npos;)
         generic.replace(at, 8, kJsonStringChar);
+      for (size_t at; (at = generic.find("COLON")) != std::string::npos;)
+        generic.replace(at, 5, colon_);
+      for (size_t at; (at = generic.find("COMMA")) != std::string::npos;)
+        generic.replace(at, 5, comma_);
       text += generic;
     }
     CompiledGrammar out = compile_grammar(text, options_.grammar_limits);
@@ -361,7 +367,7 @@ class SchemaCompiler {
                             : has_properties                   ? Json(false)
                                                                : Json(true);
     auto add = [&](const std::string& name, const Json& sub, const std::string& sub_path) {
-      props.push_back({grammar_literal(canonical_json(Json(name)) + ":"),
+      props.push_back({grammar_literal(canonical_json(Json(name)) + ":" + options_.key_space),
                        schema(sub, sub_path, depth + 1), required.count(name) > 0});
       names.push_back(name);
     };
@@ -378,17 +384,18 @@ class SchemaCompiler {
             path + "/additionalProperties");
     std::string extra;  // one more member: key ":" value, or "" when none are allowed
     if (!(additional.is_boolean() && !additional.get<bool>()))
-      extra = key_excluding(names) + " \":\" " +
+      extra = key_excluding(names) + " " + colon_ + " " +
               schema(additional, path + "/additionalProperties", depth + 1);
     // tail(k, written): the members from property k on, `written` saying whether one came before
     // (so the next needs a comma). Written back to front as nested expressions.
-    std::string tail_written = extra.empty() ? "" : "(\",\" " + extra + ")*";
-    std::string tail_first = extra.empty() ? "" : "(" + extra + " (\",\" " + extra + ")*)?";
+    std::string tail_written = extra.empty() ? "" : "(" + comma_ + " " + extra + ")*";
+    std::string tail_first =
+        extra.empty() ? "" : "(" + extra + " (" + comma_ + " " + extra + ")*)?";
     for (size_t k = props.size(); k-- > 0;) {
       const Property& p = props[k];
       std::string member_first =
           p.key_literal + " " + p.value + (tail_written.empty() ? "" : " " + tail_written);
-      std::string member_after = "\",\" " + member_first;
+      std::string member_after = comma_ + " " + member_first;
       std::string first = p.required
                               ? member_first
                               : join({member_first, tail_first.empty() ? "\"\"" : tail_first});
@@ -516,16 +523,16 @@ class SchemaCompiler {
       if (i0 == 0) {
         std::string reps_after = "{" + std::to_string(need > 0 ? need - 1 : 0) + "," +
                                  (max == Expr::kUnbounded ? "" : std::to_string(max - 1)) + "}";
-        std::string list = rest_expr + " (\",\" " + rest_expr + ")" + reps_after;
+        std::string list = rest_expr + " (" + comma_ + " " + rest_expr + ")" + reps_after;
         tail = need > 0 ? list : "(" + list + ")?";
       } else {
-        tail = "(\",\" " + rest_expr + "){" + std::to_string(need) + "," + more_max + "}";
+        tail = "(" + comma_ + " " + rest_expr + "){" + std::to_string(need) + "," + more_max + "}";
       }
     }
     // Prefix items back to front: item i is required when i < minItems.
     for (size_t i = i0; i-- > 0;) {
       if (max != Expr::kUnbounded && i >= max) continue;
-      std::string item = (i > 0 ? "\",\" " : "") + prefix[i] + (tail.empty() ? "" : " " + tail);
+      std::string item = (i > 0 ? comma_ + " " : "") + prefix[i] + (tail.empty() ? "" : " " + tail);
       tail = i < min ? item : "(" + item + ")?";
     }
     return "\"[\" " + (tail.empty() ? "" : tail + " ") + "\"]\"";
@@ -574,6 +581,7 @@ class SchemaCompiler {
 
   const Json& root_;
   const SchemaOptions& options_;
+  const std::string comma_, colon_;  // the separators as grammar literals
   std::chrono::steady_clock::time_point deadline_;
   std::vector<std::pair<std::string, std::string>> rules_;
   std::map<std::string, size_t> rule_index_;

@@ -1,5 +1,6 @@
-// JSON Schema -> grammar. The output is canonical JSON (canonical_json.h): no whitespace,
-// properties in schema order. Supported (draft 7 and 2020-12 spellings):
+// JSON Schema -> grammar. The output is canonical JSON (canonical_json.h): no whitespace (unless
+// SchemaOptions asks for a space after separators), properties in schema order. Supported (draft 7
+// and 2020-12 spellings):
 //   type (one or a list), enum, const, anyOf, oneOf (only where its branches cannot both match:
 //   different types, different const/enum values, or a required property with different const
 //   values; else reported and compiled as anyOf), allOf (merged into one schema), $ref to
@@ -35,6 +36,11 @@ struct SchemaOptions {
   uint32_t max_string_length = 8;  // minLength / maxLength
   uint32_t max_item_count = 128;   // minItems / maxItems
   GrammarLimits grammar_limits;    // limit "max_grammar_nodes"
+  // What follows each `,` between members and items, and each `:` after a key: none in the
+  // canonical form. Tool-call arguments take " " for both, as the chat templates' `tojson`
+  // (Python json.dumps) writes them and the models learnt them.
+  std::string item_space;
+  std::string key_space;
 };
 
 // Throws GrammarError for a schema that is not a schema (not an object or boolean, a $ref to

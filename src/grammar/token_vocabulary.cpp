@@ -37,12 +37,16 @@ bool TokenVocabulary::is_stop(int32_t id) const {
 }
 
 std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_tokenizer(
-    const Tokenizer& tokenizer, std::vector<int32_t> stop_token_ids) {
+    const Tokenizer& tokenizer, std::vector<int32_t> stop_token_ids,
+    const std::vector<int32_t>& matchable_special_ids) {
   int32_t n = tokenizer.vocab_size();
   std::vector<std::string> bytes(static_cast<size_t>(n));
   std::vector<bool> special(static_cast<size_t>(n));
   for (int32_t id = 0; id < n; ++id) {
-    special[static_cast<size_t>(id)] = tokenizer.is_special(id);
+    special[static_cast<size_t>(id)] =
+        tokenizer.is_special(id) &&
+        std::find(matchable_special_ids.begin(), matchable_special_ids.end(), id) ==
+            matchable_special_ids.end();
     bytes[static_cast<size_t>(id)] = tokenizer.token_bytes(id);
   }
   return std::make_shared<const TokenVocabulary>(std::move(bytes), std::move(special),

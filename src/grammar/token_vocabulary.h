@@ -23,8 +23,11 @@ class TokenVocabulary {
   // token_bytes[id] is the token's decoded bytes; special[id] marks special tokens.
   TokenVocabulary(std::vector<std::string> token_bytes, std::vector<bool> special,
                   std::vector<int32_t> stop_token_ids);
-  static std::shared_ptr<const TokenVocabulary> from_tokenizer(const Tokenizer& tokenizer,
-                                                               std::vector<int32_t> stop_token_ids);
+  // `matchable_special_ids`: special tokens a grammar may still match by their text (the
+  // tool-call tags, which some tokenizers flag special and models write as one token).
+  static std::shared_ptr<const TokenVocabulary> from_tokenizer(
+      const Tokenizer& tokenizer, std::vector<int32_t> stop_token_ids,
+      const std::vector<int32_t>& matchable_special_ids = {});
 
   int32_t size() const { return static_cast<int32_t>(bytes_.size()); }
   // Words of a bitmask covering every id.

@@ -14,6 +14,26 @@ CompiledGrammar compile(const char* schema_text) {
   return compile_json_schema(Json::parse(schema_text));
 }
 
+// Tool-call arguments take the chat templates' spacing (", " and ": "), everywhere a separator
+// is written: declared members, extra members, items, and any JSON value.
+TEST(JsonSchemaCompiler, SpaceAfterSeparators) {
+  SchemaOptions options;
+  options.item_space = options.key_space = " ";
+  auto g = compile_json_schema(Json::parse(R"({"type": "object", "required": ["a"],
+      "properties": {"a": {"type": "array", "items": {"type": "integer"}}, "b": {}},
+      "additionalProperties": {"type": "boolean"}})"),
+                               options);
+  EXPECT_TRUE(accepts(g, R"({"a": [1, 2], "b": {"x": [true, null]}, "c": false})"));
+  EXPECT_TRUE(accepts(g, R"({"a": []})"));
+  EXPECT_FALSE(accepts(g, R"({"a":[1,2]})"));
+  EXPECT_FALSE(accepts(g, R"({"a": [1,2]})"));
+  EXPECT_FALSE(accepts(g, R"({"a": [1], "b": {"x":1}})"));
+  EXPECT_FALSE(accepts(g, R"({"a": [1],"c": false})"));
+  // The canonical form is unchanged by default.
+  EXPECT_TRUE(accepts(compile(R"({"type": "array"})"), R"([1,{"a":2}])"));
+  EXPECT_FALSE(accepts(compile(R"({"type": "array"})"), R"([1, 2])"));
+}
+
 TEST(JsonSchemaCompiler, Types) {
   auto g = compile(R"({"type": "integer"})");
   EXPECT_TRUE(accepts(g, "0"));

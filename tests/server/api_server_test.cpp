@@ -275,6 +275,80 @@ TEST_F(ApiServerTest, RequiredToolChoiceForcesACall) {
   EXPECT_EQ(anthropic["content"].back()["name"], "get_weather");
 }
 
+// The model writes two calls, the second malformed ("days" a word). parallel_tool_calls false
+// ends the turn after the first, with or without the tool-call grammar; the grammar, on by
+// default, also holds the second call of a parallel reply to its schema (the fake model, off
+// its script there, starts it over: more calls follow, each held too).
+TEST_F(ApiServerTest, ParallelToolCallsFalseAllowsOneCall) {
+  const char* script =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"
+      "</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"days\": "
+      "two}}\n</tool_call>";
+  const json tools = json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}}}}},
+    {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
+      "properties": {"days": {"type": "integer", "minimum": 0, "maximum": 9}}}}}])");
+  for (bool grammar : {false, true}) {
+    ServerOptions options;
+    options.tool_call_grammar = grammar;
+    start({.script = script}, options);
+    json one = post_json("/v1/chat/completions",
+                         chat("weather?", {{"tools", tools}, {"parallel_tool_calls", false}}));
+    EXPECT_EQ(one["choices"][0]["finish_reason"], "tool_calls") << grammar;
+    ASSERT_EQ(one["choices"][0]["message"]["tool_calls"].size(), 1u) << one.dump();
+    EXPECT_EQ(one["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+
+    json both = post_json("/v1/chat/completions", chat("weather?", {{"tools", tools}}));
+    const json& calls = both["choices"][0]["message"]["tool_calls"];
+    if (grammar) {
+      ASSERT_GE(calls.size(), 2u) << both.dump();
+      EXPECT_EQ(calls[1]["function"]["name"], "get_time");
+      for (const json& call : calls) {
+        json arguments = json::parse(call["function"]["arguments"].get<std::string>());
+        if (call["function"]["name"] == "get_time") {
+          EXPECT_TRUE(arguments["days"].is_number_integer()) << both.dump();
+        }
+      }
+    } else {
+      // Without it the malformed second call is text.
+      EXPECT_EQ(calls.size(), 1u) << both.dump();
+      EXPECT_NE(both["choices"][0]["message"]["content"].get<std::string>().find("two"),
+                std::string::npos);
+    }
+    server_->stop(std::chrono::milliseconds(2000));
+    server_.reset();
+  }
+}
+
+// A strict tool's calls are guaranteed to conform: a keyword the engine cannot enforce is the
+// client's 400, naming the tool and the keyword (OpenAI function.strict, Anthropic strict).
+TEST_F(ApiServerTest, StrictToolWithAnUnenforceableKeywordIs400) {
+  start();
+  const json parameters = json::parse(
+      R"({"type": "object", "properties": {"ids": {"type": "array", "uniqueItems": true}}})");
+  json fn = {{"name", "tag"}, {"parameters", parameters}, {"strict", true}};
+  auto openai = post("/v1/chat/completions",
+                     chat("x", {{"tools", {{{"type", "function"}, {"function", fn}}}}}).dump());
+  ASSERT_TRUE(openai);
+  EXPECT_EQ(openai->status, 400);
+  EXPECT_NE(openai->body.find("uniqueItems"), std::string::npos) << openai->body;
+  EXPECT_NE(openai->body.find("tag"), std::string::npos) << openai->body;
+  auto anthropic =
+      post("/v1/messages",
+           json{{"model", "fake-model"},
+                {"max_tokens", 20},
+                {"messages", {{{"role", "user"}, {"content", "x"}}}},
+                {"tools", {{{"name", "tag"}, {"input_schema", parameters}, {"strict", true}}}}}
+               .dump());
+  ASSERT_TRUE(anthropic);
+  EXPECT_EQ(anthropic->status, 400);
+  // Not strict: the keyword is dropped from the constraint and the request served.
+  fn.erase("strict");
+  post_json("/v1/chat/completions",
+            chat("x", {{"tools", {{{"type", "function"}, {"function", fn}}}}}));
+}
+
 // A named function is forced with its name, whatever the model would have called; in either
 // format, streamed or not.
 TEST_F(ApiServerTest, NamedToolChoiceForcesThatFunction) {

@@ -47,6 +47,17 @@ TEST_F(OptionsTest, DefaultsMatchTheIssue) {
   EXPECT_TRUE(parsed.options->model_path.empty());
 }
 
+TEST_F(OptionsTest, ToolCallGrammarFromTheFileAndTheFlag) {
+  EXPECT_EQ(parse({}).options->tool_call_grammar, kDefaultToolCallGrammar);
+  auto config = write_config(R"({"tool_call_grammar": false})");
+  EXPECT_FALSE(parse({"--cache-config", config}).options->tool_call_grammar);
+  // The flag wins over the file.
+  EXPECT_TRUE(
+      parse({"--cache-config", config, "--tool-call-grammar", "true"}).options->tool_call_grammar);
+  EXPECT_FALSE(parse({"--tool-call-grammar", "false"}).options->tool_call_grammar);
+  EXPECT_THROW(parse({"--cache-config", write_config(R"({"tool_call_grammar": "yes"})")}), Error);
+}
+
 TEST_F(OptionsTest, EveryFlagIsParsed) {
   std::string model = (dir_ / "model").string();
   auto parsed = parse({"--model",

@@ -237,3 +237,34 @@ TEST_F(ReplyFormatTest, LengthIsSaidHonestly) {
 
 }  // namespace
 }  // namespace qmlx::server
+
+namespace qmlx::server {
+namespace {
+
+// Tools and a format in one request: the reply is either tool calls or the format's value. The
+// fake model opens a call whose arguments break the tool's schema; the tool-call grammar (on
+// by default) holds them to it.
+TEST_F(ReplyFormatTest, ToolsAndAFormatTogetherGiveAValidCall) {
+  start(
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": "
+      "\"three\"}}\n</tool_call>");
+  const json tools = {{{"type", "function"},
+                       {"function", {{"name", "get_weather"}, {"parameters", kWeatherSchema}}}}};
+  json r = ok("/v1/chat/completions",
+              chat({{"tools", tools},
+                    {"parallel_tool_calls", false},
+                    {"response_format",
+                     {{"type", "json_schema"},
+                      {"json_schema", {{"name", "plan"}, {"schema", kWeatherSchema}}}}}}));
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls") << r.dump();
+  const json& calls = r["choices"][0]["message"]["tool_calls"];
+  ASSERT_EQ(calls.size(), 1u) << r.dump();
+  json arguments = json::parse(calls[0]["function"]["arguments"].get<std::string>());
+  EXPECT_EQ(arguments["city"], "Paris");
+  ASSERT_TRUE(arguments["days"].is_number_integer()) << r.dump();
+  EXPECT_GE(arguments["days"].get<int>(), 1);
+  EXPECT_LE(arguments["days"].get<int>(), 7);
+}
+
+}  // namespace
+}  // namespace qmlx::server

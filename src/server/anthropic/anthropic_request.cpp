@@ -174,6 +174,7 @@ void parse_anthropic_tool_choice(const json& body, GenerationRequest& r) {
   } else {
     bad_field("tool_choice.type", "must be auto, any, tool or none");
   }
+  r.parallel_tool_calls = !bool_field(*v, "disable_parallel_tool_use", false);
 }
 
 // thinking: {"type": "enabled" | "adaptive" | "disabled", "budget_tokens", "display"}.
@@ -254,8 +255,15 @@ json anthropic_to_openai_tools(const json& tools) {
 void parse_anthropic_conversation(const json& body, GenerationRequest& r) {
   r.model = model_field(body);
   r.messages = anthropic_to_openai_messages(body);
-  if (const json* tools = optional_field(body, "tools"))
+  if (const json* tools = optional_field(body, "tools")) {
     r.tools = anthropic_to_openai_tools(*tools);
+    // Strict tools (Anthropic's strict tool use): their calls must match input_schema.
+    for (const json& tool : *tools) {
+      if (tool.is_object() && tool.value("strict", json()) == true && tool.contains("name")) {
+        r.strict_tools.push_back(tool["name"].get<std::string>());
+      }
+    }
+  }
   parse_anthropic_tool_choice(body, r);
   check_tool_choice(r);
   parse_anthropic_thinking(body, r);

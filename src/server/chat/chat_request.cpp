@@ -186,6 +186,12 @@ GenerationRequest parse_chat_request(const json& body, const SamplingDefaults& d
   if (const json* tools = optional_field(body, "tools")) r.tools = normalize_openai_tools(*tools);
   parse_openai_tool_choice(body, r);
   check_tool_choice(r);
+  for (const json& tool : r.tools) {
+    if (tool["function"].value("strict", json()) == true) {
+      r.strict_tools.push_back(tool["function"]["name"].get<std::string>());
+    }
+  }
+  r.parallel_tool_calls = bool_field(body, "parallel_tool_calls", true);
   parse_choice_count(body);
   parse_reply_format(body, r);
   parse_stream(body, r);

@@ -53,6 +53,12 @@ struct GenerationRequest {
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();
   ToolChoiceMode tool_choice = ToolChoiceMode::kAuto;
   std::string tool_choice_name;
+  // The tools whose calls must conform to their parameter schemas (OpenAI function.strict,
+  // Anthropic and Responses `strict: true`), by function name.
+  std::vector<std::string> strict_tools;
+  // OpenAI parallel_tool_calls (Anthropic: tool_choice.disable_parallel_tool_use is its
+  // negation): false allows one tool call per reply.
+  bool parallel_tool_calls = true;
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
   // Anthropic thinking.display "omitted": reasoning is generated but its text is not sent.
   bool omit_reasoning_text = false;

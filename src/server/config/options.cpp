@@ -29,7 +29,9 @@ const char kConfigHelp[] = R"(Configuration file (--cache-config FILE), the qMLX
       "deltanet_state_aware": true  accepted for qMLX compatibility (same as --disk-kv-restore)
     },
     "prompt_normalization": { "<rule>": true|false, ... }
-                                 rules that rewrite what clients vary per request
+                                 rules that rewrite what clients vary per request,
+    "tool_call_grammar": true    every tool call held to the call syntax and its tool's
+                                 schema (false: strict tools only; same as --tool-call-grammar)
   }
 Every key, with its values and default: qmlx cache --help.
 A flag given on the command line overrides the file. "~" is expanded. Unknown keys are
@@ -46,6 +48,12 @@ const ConfigKeyDoc kModelKeys[] = {
     {"model.deltanet_state_aware", "true|false", "false",
      "restore K/V and recurrent state from the SSD cache (same as --disk-kv-restore)"},
 };
+
+const ConfigKeyDoc kToolCallGrammarKey = {
+    "tool_call_grammar", "true|false", kDefaultToolCallGrammar ? "true" : "false",
+    "hold every tool call to the chat template's call syntax and its tool's parameter schema "
+    "from the moment the model opens it (false: only tools marked strict are held; the others' "
+    "calls are whatever the model writes). Same as --tool-call-grammar"};
 
 // The keys that `docs` names under `prefix`, without it ("model.path" is "path" in "model").
 std::set<std::string> keys_under(const std::string& prefix, const std::vector<ConfigKeyDoc>& docs) {
@@ -169,6 +177,7 @@ std::string config_keys_help() {
 
 std::vector<ConfigKeyDoc> server_config_keys() {
   std::vector<ConfigKeyDoc> keys(std::begin(kModelKeys), std::end(kModelKeys));
+  keys.push_back(kToolCallGrammarKey);
   for (const PromptNormalizationRule& rule : prompt_normalization_rules()) {
     keys.push_back({std::string("prompt_normalization.") + rule.name, "true|false",
                     rule.on_by_default ? "true" : "false", rule.help});
@@ -179,8 +188,12 @@ std::vector<ConfigKeyDoc> server_config_keys() {
 void apply_config_file(const nlohmann::json& document, const std::string& file_name,
                        const std::vector<std::string>& set_by_flags, ServerOptions& options) {
   if (!document.is_object()) throw Error(file_name + ": the top level must be a JSON object");
-  warn_unknown_keys(document, {"cache", "model", "prompt_normalization"}, file_name, "",
-                    options.warnings);
+  warn_unknown_keys(document, {"cache", "model", "prompt_normalization", "tool_call_grammar"},
+                    file_name, "", options.warnings);
+  if (const auto* grammar = find_key(document, "tool_call_grammar")) {
+    bool value = read_bool(*grammar, file_name, "tool_call_grammar");
+    if (!set_by(set_by_flags, "tool_call_grammar")) options.tool_call_grammar = value;
+  }
   if (const auto* cache = find_key(document, "cache")) {
     if (!cache->is_object()) invalid(file_name, "cache", "an object");
     options.cache_config = *cache;
@@ -322,6 +335,11 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
                  "last 4 times this; 0 = whole prefill chunks)")
       ->check(CLI::Range(0, 600000))
       ->capture_default_str();
+  auto* tool_call_grammar =
+      app.add_option("--tool-call-grammar", options.tool_call_grammar,
+                     "Hold every tool call to the call syntax and its tool's parameter schema "
+                     "(true/false; false: only strict tools' calls)")
+          ->capture_default_str();
   bool no_ui = false;
   app.add_flag("--no-ui", no_ui,
                "Turn off the status page (GET /) and its data routes (/admin/ui/...)");
@@ -349,6 +367,7 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
     if (model->count()) from_flags.push_back("model");
     if (hybrid->count()) from_flags.push_back("hybrid_attention");
     if (disk->count()) from_flags.push_back("deltanet_state_aware");
+    if (tool_call_grammar->count()) from_flags.push_back("tool_call_grammar");
     apply_config_file(read_json_file(options.cache_config_path), options.cache_config_path,
                       from_flags, options);
   }

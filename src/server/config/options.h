@@ -27,6 +27,10 @@ inline constexpr int kDefaultMaxStepMs = 500;
 // Steps of prefills alone (no decode rows) may last this many times --max-step-ms.
 inline constexpr double kPrefillAloneStepFactor = 4;
 
+// Tool calls held to the tool-call grammar for every tool, not only strict ones
+// (tool_call_grammar). Chosen by measurement (BENCHMARKS.md, tool-call grammar).
+inline constexpr bool kDefaultToolCallGrammar = true;
+
 // Sampling values used when a request does not set them.
 struct SamplingDefaults {
   double temperature = 1.0;
@@ -73,6 +77,9 @@ struct ServerOptions {
   // Steps bounded in time (--max-step-ms): prompt rows are sized from measured step times so
   // that a step lasts about this long; 0: steps of prefill_chunk tokens whatever they cost.
   int max_step_ms = kDefaultMaxStepMs;
+  // Every tool call held to the call syntax and its tool's parameter schema (the config file's
+  // "tool_call_grammar", --tool-call-grammar); off: only strict tools' calls are.
+  bool tool_call_grammar = kDefaultToolCallGrammar;
   // The status page at GET / and its JSON routes (--no-ui turns both off).
   bool ui_enabled = true;
   // The page shows prompt text (a divergence's both sides) only with --ui-show-text.
@@ -97,8 +104,8 @@ struct ParsedCommandLine {
 ParsedCommandLine parse_serve_command_line(int argc, char** argv);
 
 // Merges a parsed cache_config.json document into `options`, skipping the fields named in
-// `set_by_flags` ("model", "hybrid_attention", "deltanet_state_aware"). Throws qmlx::Error
-// naming the file and key on an invalid value; unknown keys become warnings.
+// `set_by_flags` ("model", "hybrid_attention", "deltanet_state_aware", "tool_call_grammar"). Throws
+// qmlx::Error naming the file and key on an invalid value; unknown keys become warnings.
 void apply_config_file(const nlohmann::json& document, const std::string& file_name,
                        const std::vector<std::string>& set_by_flags, ServerOptions& options);
 

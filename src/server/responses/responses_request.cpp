@@ -214,6 +214,9 @@ void add_tool(const json& tool, const std::string& path, const std::string& name
   if (!info.tools.emplace(visible, ResponsesTool{kind, name_space, name}).second) {
     bad_field(path + ".name", "repeats the tool name \"" + visible + "\"");
   }
+  // Only an explicit strict: true holds the calls to the schema (the Responses API defaults
+  // strict to true for its own models; MCP tools' schemas often cannot be enforced).
+  if (!custom && tool.value("strict", json()) == true) r.strict_tools.push_back(visible);
   r.tools.push_back({{"type", "function"}, {"function", std::move(fn)}});
 }
 
@@ -325,6 +328,7 @@ GenerationRequest parse_responses_request(const json& body, const SamplingDefaul
   }
   r.messages = messages.finish();
   parse_tool_choice(body, r);
+  r.parallel_tool_calls = bool_field(body, "parallel_tool_calls", true);
   check_tool_choice(r);
   parse_reasoning(body, r);
   parse_text(body, r);

@@ -344,8 +344,12 @@ void handle_generation(const http::Request& req, http::Response& res, State& sta
     grammars = state.reply_grammars;
   }
   auto reply_grammar = grammars ? grammars->bind(r.reply_format, uid) : nullptr;
+  auto tool_call_grammar = grammars
+                               ? grammars->bind_tool_calls(r, runtime->tool_call_format,
+                                                           state.options.tool_call_grammar, uid)
+                               : nullptr;
   ctx.job = std::make_shared<GenerationJob>(uid, std::move(r), std::move(prompt), std::move(origin),
-                                            std::move(reply_grammar));
+                                            std::move(reply_grammar), std::move(tool_call_grammar));
   state.ready_scheduler().submit(ctx.job);
   if (stream) {
     stream_response(res, state, std::move(ctx));

@@ -75,15 +75,18 @@ struct GenerationEvent {
 class GenerationJob {
  public:
   // `reply_grammar`: the request's reply format bound to the vocabulary (reply_grammars.h);
-  // null for free text.
+  // null for free text. `tool_call_grammar`: its tool calls' grammar (tool_call_grammar.h);
+  // null when calls are free.
   GenerationJob(uint64_t uid, GenerationRequest request, RenderedPrompt prompt,
                 RequestOrigin origin = {},
-                std::shared_ptr<const grammar::TokenMaskTables> reply_grammar = nullptr)
+                std::shared_ptr<const grammar::TokenMaskTables> reply_grammar = nullptr,
+                std::shared_ptr<const grammar::TokenMaskTables> tool_call_grammar = nullptr)
       : uid_(uid),
         request_(std::move(request)),
         prompt_(std::move(prompt)),
         origin_(std::move(origin)),
-        reply_grammar_(std::move(reply_grammar)) {}
+        reply_grammar_(std::move(reply_grammar)),
+        tool_call_grammar_(std::move(tool_call_grammar)) {}
 
   uint64_t uid() const { return uid_; }
   const GenerationRequest& request() const { return request_; }
@@ -91,6 +94,9 @@ class GenerationJob {
   const RequestOrigin& origin() const { return origin_; }
   const std::shared_ptr<const grammar::TokenMaskTables>& reply_grammar() const {
     return reply_grammar_;
+  }
+  const std::shared_ptr<const grammar::TokenMaskTables>& tool_call_grammar() const {
+    return tool_call_grammar_;
   }
   const RenderedPrompt& prompt() const { return prompt_; }
   std::chrono::steady_clock::time_point created() const { return created_; }
@@ -120,6 +126,7 @@ class GenerationJob {
   const RenderedPrompt prompt_;
   const RequestOrigin origin_;
   const std::shared_ptr<const grammar::TokenMaskTables> reply_grammar_;
+  const std::shared_ptr<const grammar::TokenMaskTables> tool_call_grammar_;
   const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   std::atomic<bool> cancelled_{false};
   std::atomic<int64_t> delivered_{0};

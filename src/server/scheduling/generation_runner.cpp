@@ -8,8 +8,9 @@
 
 #include "base/logging.h"
 #include "server/scheduling/canonical_history.h"
-#include "server/scheduling/stop_matcher.h"
 #include "server/scheduling/reply_constraint.h"
+#include "server/scheduling/stop_matcher.h"
+#include "server/scheduling/tool_call_constraint.h"
 #include "server/scheduling/tool_choice_constraint.h"
 #include "text/output/output_parser.h"
 
@@ -235,7 +236,9 @@ class Run {
     const int max_tokens = request_.max_tokens.value_or(1);
     ReplyConstraint reply(job_.reply_grammar(), job_.prompt().text, max_tokens,
                           *runtime_.tokenizer, tool_call_token());
-    SpeculativeDecoding* speculative = speculation(tool_choice, reply);
+    ToolCallConstraint tool_calls(job_.tool_call_grammar(), request_, job_.prompt().text,
+                                  *runtime_.tokenizer, runtime_.stop_token_ids);
+    SpeculativeDecoding* speculative = speculation(tool_choice, reply, tool_calls);
     const SpeculativeCounts counts_before =
         speculative ? speculative->counts() : SpeculativeCounts{};
     // The last speculative step while its tokens are being taken (the session has fed all of them
@@ -255,10 +258,11 @@ class Run {
         logits = session_.logits();
         std::optional<int32_t> forced = tool_choice.forced_token();
         if (!forced) forced = reply.forced_token(i);
-        token = forced ? *forced : sampler->sample(reply.mask(logits), history);
+        token = forced ? *forced : sampler->sample(tool_calls.mask(reply.mask(logits)), history);
       }
       tool_choice.observe(token);
       reply.observe(token);
+      tool_calls.observe(token);
       if (i == 0) {
         stats_.ttft_ms = ms_since(start_);
         decode_start = Clock::now();
@@ -319,14 +323,19 @@ class Run {
   }
 
   // The session's speculative decoding for this request, or null: off, a tool_choice that
-  // forces tokens (forced tokens are not drafts the rule could check), or a reply format (its
-  // mask is not applied to drafts yet); plain decoding then, said once.
+  // forces tokens (forced tokens are not drafts the rule could check), a reply format or a
+  // tool-call constraint (their masks are not applied to drafts yet); plain decoding then,
+  // said once.
   SpeculativeDecoding* speculation(const ToolChoiceConstraint& tool_choice,
-                                   const ReplyConstraint& reply) {
+                                   const ReplyConstraint& reply,
+                                   const ToolCallConstraint& tool_calls) {
     SpeculativeDecoding* speculative = session_.speculative();
-    if (speculative && (tool_choice.may_force() || reply.enabled())) {
-      log_info("uid=" + std::to_string(job_.uid()) + " speculative decoding off for this request: " +
-               (reply.enabled() ? "its reply format constrains tokens" : "its tool_choice forces tokens"));
+    if (speculative && (tool_choice.may_force() || reply.enabled() || tool_calls.enabled())) {
+      log_info("uid=" + std::to_string(job_.uid()) +
+               " speculative decoding off for this request: " +
+               (reply.enabled()        ? "its reply format constrains tokens"
+                : tool_calls.enabled() ? "its tool calls are constrained"
+                                       : "its tool_choice forces tokens"));
       return nullptr;
     }
     return speculative;

@@ -3,37 +3,17 @@
 // loop's constraints, which start their work where the reasoning ends.
 #pragma once
 
-#include <cstdint>
-#include <string>
 #include <string_view>
 
-#include "text/tokenizer/tokenizer.h"
+#include "server/scheduling/tag_watcher.h"
 
 namespace qmlx::server {
 
 inline constexpr std::string_view kReasoningEndTag = "</think>";
 
-class ReasoningEnd {
+class ReasoningEnd : public TagWatcher {
  public:
-  explicit ReasoningEnd(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
-
-  // True once `token` completes `</think>` (then it starts over for any later block).
-  bool seen_after(int32_t token) {
-    tail_ += tokenizer_.token_bytes(token);
-    if (tail_.find(kReasoningEndTag) != std::string::npos) {
-      tail_.clear();
-      return true;
-    }
-    // Only the tag's length can hold a tag still forming across tokens.
-    if (tail_.size() > kReasoningEndTag.size()) {
-      tail_.erase(0, tail_.size() - kReasoningEndTag.size());
-    }
-    return false;
-  }
-
- private:
-  const Tokenizer& tokenizer_;
-  std::string tail_;  // the reply's last bytes
+  explicit ReasoningEnd(const Tokenizer& tokenizer) : TagWatcher(tokenizer, kReasoningEndTag) {}
 };
 
 }  // namespace qmlx::server

@@ -223,8 +223,13 @@ lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 assert any(l["msg"].startswith("uid=") for l in lines), "no JSON request log line"
 ' "$work/plain.log" || fail "--log-format json"
 
+# The named fixture writes get_time's argument (zone) under a forced get_weather too: that
+# call breaks get_weather's schema, so the tool-call grammar (on by default) would not let it
+# through; this checks the forcing alone (tool_call_grammar_e2e checks the grammar).
 for kind in required named; do
-  start_server "$work/$kind-model" "$work/$kind.log"
+  grammar=true
+  [ "$kind" = named ] && grammar=false
+  start_server "$work/$kind-model" "$work/$kind.log" --tool-call-grammar "$grammar"
   run_clients "$kind"
   stop_server "$work/$kind.log"
 done
