@@ -97,7 +97,7 @@ using StepListener = std::function<void(int sequences, int rows, double seconds)
 struct ModelRuntime {
   std::string model_id;        // the id in /v1/models and in responses
   std::string architecture;    // from config.json, for the start-up line
-  std::string backend;         // Model::backend_description(): "cpu" or the device
+  std::string backend = "cpu";  // Model::backend_description(): "cpu" or the device
   std::string description;     // layers by type, memory: the start-up summary
   int speculative_tokens = 0;  // draft tokens per speculative step; 0: off
   int max_step_ms = 0;         // the engine's step time bound (--max-step-ms); 0: none
