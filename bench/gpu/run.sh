@@ -45,7 +45,7 @@ QMLX_TEST_VULKAN_DEVICE="$device" QMLX_VULKAN_VALIDATION=1 \
   tail -3 | tee -a "$results"
 model_filter='*VulkanForward*'
 [[ $smoke == 1 ]] && model_filter='*VulkanForward*qwen3_5_hf_f32*'
-"$build/tests/model/qmlx_model_tests" --gtest_brief=1 --gtest_filter="$model_filter" 2>&1 |
+"$build/tests/model/qmlx_vulkan_model_tests" --gtest_brief=1 --gtest_filter="$model_filter" 2>&1 |
   grep -E 'worst|PASSED|FAILED' | tee -a "$results"
 
 # 2. The roofline.

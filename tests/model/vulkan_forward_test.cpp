@@ -16,7 +16,6 @@
 #include <filesystem>
 #include <random>
 
-#include "backend/vulkan/context.h"
 #include "backend/vulkan/device_probe.h"
 #include "base/error.h"
 #include "model/model.h"
@@ -60,14 +59,16 @@ std::string vulkan_skip_reason() {
   if (probe.status != vulkan::VulkanProbe::Status::kOk) return "no Vulkan: " + probe.message;
   for (const vulkan::DeviceInfo& d : probe.devices) {
     if (!d.can_run) continue;
-    // Never destroyed: while a context lives the loader keeps lavapipe loaded, so LeakSanitizer
-    // can name (and tests/backend/lsan_suppressions.cpp excuse) what it keeps at exit after the
-    // models' own contexts are gone.
-    static vulkan::Context* keep_loaded = vulkan::Context::create().release();
-    (void)keep_loaded;
     return "";
   }
   return "no Vulkan device can run the backend";
+}
+
+// The model at `path` with its forward pass on the Vulkan device.
+std::shared_ptr<const Model> load_on_device(const std::string& path) {
+  ModelLoadOptions on_device;
+  on_device.device = "vulkan";
+  return Model::load(path, {}, on_device);
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -105,9 +106,7 @@ class VulkanForwardTest : public ::testing::TestWithParam<Variant> {
     const std::string path = dir_ + "/" + v.name;
     modelgen::write_random_model(o, path);
     cpu_ = Model::load(path);
-    ModelLoadOptions on_device;
-    on_device.device = "vulkan";
-    gpu_ = Model::load(path, {}, on_device);
+    gpu_ = load_on_device(path);
     V_ = gpu_->config().vocab_size;
   }
 
@@ -290,9 +289,7 @@ TEST(VulkanForwardMixTest, StatesDoNotCrossBackends) {
   o.shape = modelgen::default_shape(o.arch);
   modelgen::write_random_model(o, dir + "/m");
   auto cpu = Model::load(dir + "/m");
-  ModelLoadOptions on_device;
-  on_device.device = "vulkan";
-  auto gpu = Model::load(dir + "/m", {}, on_device);
+  auto gpu = load_on_device(dir + "/m");
   std::vector<float> logits(size_t(cpu->config().vocab_size));
   const int32_t token = 3;
   ModelState host_state = cpu->new_state(KvType::kF32);
