@@ -270,6 +270,13 @@ void Model::forward_batch(std::span<const BatchSegment> segments,
     for (const BatchSegment& s : segments)
       if (s.kind == kind && !s.tokens.empty()) order.push_back(&s);
   if (order.empty()) return;
+  if (device_) {
+    for (const BatchSegment* s : order)
+      for (int32_t id : s->tokens) check_token(id);
+    device_->forward(order);
+    for (const BatchSegment* s : order) s->state->position += int64_t(s->tokens.size());
+    return;
+  }
   std::vector<SequenceRows> sequences;
   for (const BatchSegment* s : order) {
     SequenceRows rows;
@@ -277,13 +284,6 @@ void Model::forward_batch(std::span<const BatchSegment> segments,
     rows.kind = s->kind;
     rows.state = s->state;
     sequences.push_back(rows);
-  }
-  if (device_) {
-    for (const BatchSegment* s : order)
-      for (int32_t id : s->tokens) check_token(id);
-    device_->forward(order);
-    for (const BatchSegment* s : order) s->state->position += int64_t(s->tokens.size());
-    return;
   }
   const RaggedRows rows = ragged_rows(std::move(sequences), c);
 

@@ -248,7 +248,7 @@ TEST_P(VulkanForwardTest, BatchesGiveIdenticalBitsToEachSequenceAlone) {
 }
 
 // A state read out to the host and written into a fresh one (a checkpoint, then a restore into
-// another sequence) continues bit for bit as the original does.
+// another sequence), or copied on the device, continues bit for bit as the original does.
 TEST_P(VulkanForwardTest, StateCopiedThroughTheHostContinuesIdentically) {
   const KvType kv = GetParam().kv;
   ModelState original = gpu_->new_state(kv);
@@ -269,11 +269,17 @@ TEST_P(VulkanForwardTest, StateCopiedThroughTheHostContinuesIdentically) {
     gpu_->read_recurrent(original, int(r), conv.data(), ssm.data());
     gpu_->write_recurrent(restored, int(r), conv.data(), ssm.data());
   }
+  // A copy made on the device (Model::clone_state) continues the same way too.
+  ModelState cloned = gpu_->clone_state(original);
+  std::vector<float> from_clone(V_);
   const std::vector<int32_t> more = random_tokens(9);
   gpu_->forward(more, original, a.data());
   gpu_->forward(more, restored, b.data());
+  gpu_->forward(more, cloned, from_clone.data());
   EXPECT_TRUE(same_bits(a, b));
+  EXPECT_TRUE(same_bits(a, from_clone));
   EXPECT_EQ(state_bytes(original), state_bytes(restored));
+  EXPECT_EQ(state_bytes(original), state_bytes(cloned));
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, VulkanForwardTest, ::testing::ValuesIn(kVariants),

@@ -83,29 +83,21 @@ class VulkanForward final : public DeviceForward {
 
   std::shared_ptr<DeviceSequence> new_sequence(KvType kv_type) const override {
     std::lock_guard lock(mutex_);
-    auto s = std::make_shared<VulkanSequence>();
-    s->context = context_;
-    s->kv_type = kv_type;
-    s->row_bytes = size_t(c_.num_kv_heads) * kv_head_bytes(kv_type, c_.head_dim);
-    s->kv.resize(size_t(attention_layers_));
-    const size_t conv = size_t(c_.conv_kernel - 1) * c_.conv_channels() * 4;
-    const size_t ssm = size_t(c_.linear_value_heads) * c_.linear_value_dim * c_.linear_key_dim * 4;
-    for (int r = 0; r < delta_layers_; ++r) {
-      VulkanSequence::Recurrent state{context_->create_buffer(conv), context_->create_buffer(ssm)};
-      const std::vector<uint8_t> zeros(std::max(conv, ssm), 0);
-      context_->upload(state.conv, 0, zeros.data(), conv);
-      context_->upload(state.ssm, 0, zeros.data(), ssm);
-      s->recurrent.push_back(std::move(state));
+    std::shared_ptr<VulkanSequence> s = allocate_sequence(kv_type);
+    const std::vector<uint8_t> zeros(std::max(conv_bytes(), ssm_bytes()), 0);
+    for (VulkanSequence::Recurrent& state : s->recurrent) {
+      context_->upload(state.conv, 0, zeros.data(), conv_bytes());
+      context_->upload(state.ssm, 0, zeros.data(), ssm_bytes());
     }
     return s;
   }
 
   std::shared_ptr<DeviceSequence> clone_sequence(const DeviceSequence& from,
                                                  int64_t rows) const override {
-    auto copy = std::static_pointer_cast<VulkanSequence>(new_sequence(
-        static_cast<const VulkanSequence&>(from).kv_type));
     std::lock_guard lock(mutex_);
     const auto& source = static_cast<const VulkanSequence&>(from);
+    // Every byte it keeps is copied from `from` below: no zeroing first.
+    std::shared_ptr<VulkanSequence> copy = allocate_sequence(source.kv_type);
     std::vector<Buffer> retired;
     CommandRecorder recorder(*context_);
     copy->reserve(rows, 0, recorder, retired);
@@ -176,6 +168,19 @@ class VulkanForward final : public DeviceForward {
     Buffer head_in, logits;                   // LM head
     Buffer seq_a, seq_b, seq_c, seq_pos;      // one sequence's rows, when the batch has more
   };
+
+  // A sequence with its recurrent buffers allocated (contents undefined) and no K/V rows yet.
+  std::shared_ptr<VulkanSequence> allocate_sequence(KvType kv_type) const {
+    auto s = std::make_shared<VulkanSequence>();
+    s->context = context_;
+    s->kv_type = kv_type;
+    s->row_bytes = size_t(c_.num_kv_heads) * kv_head_bytes(kv_type, c_.head_dim);
+    s->kv.resize(size_t(attention_layers_));
+    for (int r = 0; r < delta_layers_; ++r)
+      s->recurrent.push_back(
+          {context_->create_buffer(conv_bytes()), context_->create_buffer(ssm_bytes())});
+    return s;
+  }
 
   static VulkanSequence& sequence(const ModelState& state) {
     auto* s = dynamic_cast<VulkanSequence*>(state.device.get());
