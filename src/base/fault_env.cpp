@@ -138,7 +138,22 @@ bool FaultEnv::should_corrupt(const std::string& path) const {
   return !corrupt_needle_.empty() && path.find(corrupt_needle_) != std::string::npos;
 }
 
+void FaultEnv::set_open_hook(OpenHook hook) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  open_hook_ = std::move(hook);
+}
+
+void FaultEnv::call_open_hook(OpenEvent event, const std::string& path) {
+  OpenHook hook;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    hook = open_hook_;
+  }
+  if (hook) hook(event, path);
+}
+
 Status FaultEnv::new_writable_file(const std::string& path, std::unique_ptr<WritableFile>* out) {
+  call_open_hook(OpenEvent::kBeforeWrite, path);
   std::lock_guard<std::mutex> lock(mutex_);
   Status s = admit(nullptr);
   if (!s.ok()) return s;
@@ -170,7 +185,10 @@ Status FaultEnv::new_random_access_file(const std::string& path,
                                         std::unique_ptr<RandomAccessFile>* out) {
   std::unique_ptr<RandomAccessFile> base;
   Status s = base_->new_random_access_file(path, &base);
-  if (!s.ok()) return s;
+  if (!s.ok()) {
+    call_open_hook(OpenEvent::kReadFailed, path);
+    return s;
+  }
   *out = std::make_unique<FaultRandomAccessFile>(std::move(base), should_corrupt(path));
   return Status::Ok();
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -41,6 +42,11 @@ class FaultEnv final : public Env {
   // Every read of a file whose path contains `needle` gets one byte flipped.
   void corrupt_reads(std::string needle);
   int64_t mutating_ops() const;
+  // Called (outside the Env's lock) before a file is opened for writing, and after an open for
+  // reading failed: where a test makes a reader and a writer race in one chosen order.
+  enum class OpenEvent { kBeforeWrite, kReadFailed };
+  using OpenHook = std::function<void(OpenEvent, const std::string& path)>;
+  void set_open_hook(OpenHook hook);
 
   Status new_writable_file(const std::string& path, std::unique_ptr<WritableFile>* out) override;
   Status new_appendable_file(const std::string& path, std::unique_ptr<WritableFile>* out) override;
@@ -79,6 +85,7 @@ class FaultEnv final : public Env {
   void on_appended(const std::string& path, size_t bytes);
   Status on_sync(const std::string& path);
   bool should_corrupt(const std::string& path) const;
+  void call_open_hook(OpenEvent event, const std::string& path);
 
   Env* base_;
   mutable std::mutex mutex_;
@@ -87,6 +94,7 @@ class FaultEnv final : public Env {
   int64_t crash_at_ = -1;
   bool crashed_ = false;
   std::string corrupt_needle_;
+  OpenHook open_hook_;
   std::string space_root_;
   uint64_t space_bytes_ = 0;
   std::map<std::string, FileState> files_;

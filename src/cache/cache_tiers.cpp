@@ -79,6 +79,10 @@ FetchedFile CacheTiers::fetch(const std::string& name, bool allow_shared) {
   }
   file.status = Status::NotFound(name + ": not in the memory tier");
   if (disk) {
+    // Asked before the read and again after it: a file the writer lands, or eviction removes,
+    // while this read runs is no fault (a restore races the writer that adopts what the
+    // previous restore read from the shared tier).
+    const bool indexed_before = indexed_on_disk(name);
     auto bytes = std::make_shared<std::vector<uint8_t>>();
     file.status = disk->blobs().get(name, bytes.get());
     if (file.status.ok()) {
@@ -90,7 +94,7 @@ FetchedFile CacheTiers::fetch(const std::string& name, bool allow_shared) {
     // forget it and count the fault. A file that was never here (a resume point found in the
     // shared tier) is no fault.
     if (file.status.code() == Status::Code::kNotFound) {
-      if (indexed_on_disk(name)) {
+      if (indexed_before && indexed_on_disk(name)) {
         forget_vanished(name);
         disk_health.fault(file.status, "read");
       }

@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 
 #include "base/error.h"
+#include "base/fault_env.h"
 #include "cache/admin.h"
 #include "cache/prefix_cache.h"
 #include "cache/shared_tier.h"
@@ -181,6 +183,50 @@ TEST_F(SharedTierTest, IdleRestoresAreNotCountedAsLookupsOrHits) {
   FakeSession counted(layout_);
   ASSERT_TRUE(b->restore(concat(turn1, {7}), counted).hit);
   EXPECT_EQ(b->stats().shared.lookups, 1u);
+}
+
+// The race behind a turn that was never published: a restore reads a chunk from B's disk just
+// before the writer lands the copy B adopted from the shared tier. The file was not there when
+// read, the index says on disk right after: that is no vanished file, and forgetting it would
+// leave the next checkpoint without its chunk (dropped, never published).
+TEST_F(SharedTierTest, ARestoreRacingTheAdoptionOfSharedChunksForgetsNothing) {
+  const std::vector<int32_t> turn1 = make_tokens(23, 75);
+  const std::vector<int32_t> turn2 = concat(turn1, make_tokens(24, 20));
+  auto a = open(disk_a_);
+  capture(*a, turn1);
+
+  FaultEnv env(Env::posix());
+  std::promise<void> release_writer;
+  std::shared_future<void> writer_released = release_writer.get_future().share();
+  bool held = false, raced = false;
+  PrefixCache* b_cache = nullptr;
+  env.set_open_hook([&](FaultEnv::OpenEvent event, const std::string& path) {
+    if (path.find("chunks") == std::string::npos) return;
+    if (event == FaultEnv::OpenEvent::kBeforeWrite && !held) {
+      held = true;  // the writer waits here until the racing read has missed
+      ASSERT_EQ(writer_released.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    } else if (event == FaultEnv::OpenEvent::kReadFailed && held && !raced) {
+      raced = true;
+      release_writer.set_value();
+      b_cache->flush();  // the adopted chunks land between the read and its check
+    }
+  });
+  auto b = std::make_unique<PrefixCache>(config(disk_b_), fingerprint_, layout_, &env);
+  b_cache = b.get();
+  ASSERT_EQ(restore(*b, turn2).tier, "shared");  // queues the adoption, whose write waits
+  RestoreResult again = restore(*b, turn2);
+  ASSERT_TRUE(raced) << "the read never missed while the adoption waited";
+  ASSERT_TRUE(again.hit);
+  b->flush();
+  env.set_open_hook(nullptr);
+  EXPECT_EQ(b->stats().disk_errors.count("missing"), 0u) << "a file being written is no fault";
+  ASSERT_EQ(b->list().size(), 1u) << "the adopted snapshot was forgotten";
+  EXPECT_TRUE(b->list().front().on_disk);
+  // The next turn's checkpoint names the adopted chunks: it is written and published.
+  const uint64_t published = b->stats().shared.blobs_written;
+  capture(*b, turn2);
+  EXPECT_GT(b->stats().shared.blobs_written, published);
+  EXPECT_EQ(b->stats().checkpoint_dropped.count("missing_chunk"), 0u);
 }
 
 TEST_F(SharedTierTest, AFleetStoresEachChunkOnce) {
