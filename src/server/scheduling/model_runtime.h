@@ -14,8 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "engine/session_state.h"
 #include "engine/speculative_step.h"
+#include "image/vision_preprocess.h"
+#include "model/sequence_image.h"
 #include "server/common/generation_request.h"
 #include "text/output/output_format.h"
 #include "text/tokenizer/tokenizer.h"
@@ -66,6 +69,13 @@ class InferenceSession {
   // The cache's view of the state (copy out checkpoints, install restores).
   virtual StateSource& state_source() = 0;
   virtual StateSink& state_sink() = 0;
+  // The images of the sequence being fed (rows from 0, in row order; model/sequence_image.h):
+  // prefill feeds their embeddings at their pads (which arrive as image pad keys,
+  // engine/image_pad_keys.h) and a restore continues their positions. Set before the prompt is
+  // restored or fed; an empty list for a text prompt.
+  virtual void set_images(std::vector<SequenceImage> images) {
+    if (!images.empty()) throw Error("this session reads no images");
+  }
   // Speculative decoding, or null when it is off (the default, and a model without an MTP head).
   virtual SpeculativeDecoding* speculative() { return nullptr; }
 };
@@ -76,6 +86,15 @@ class TokenSampler {
   virtual ~TokenSampler() = default;
   // `history`: the prompt and generated tokens so far (for the penalties).
   virtual int32_t sample(std::span<const float> logits, std::span<const int32_t> history) = 0;
+};
+
+// An image of a prompt: its pads are ids[first_row, first_row + pads()), as image pad keys
+// (engine/image_pad_keys.h), and `input` is what the vision tower encodes.
+struct PromptImage {
+  int64_t first_row = 0;
+  std::shared_ptr<const image::VisionInput> input;
+  // One pad per 2 x 2 merged patches.
+  int64_t pads() const { return input ? int64_t(input->num_patches) / 4 : 0; }
 };
 
 // The chat template's output for one conversation.
@@ -89,6 +108,8 @@ struct RenderedPrompt {
   // Where an injected reminder block starts (ascending, before last_message_end): agents edit
   // their history there between turns (text/template/edit_points.h).
   std::vector<int64_t> edit_points;
+  // The images in the prompt, in row order (empty for text).
+  std::vector<PromptImage> images;
 };
 
 // Hears about every engine step: sequences in it, rows fed (decode + prompt), its time.
@@ -112,6 +133,14 @@ struct ModelRuntime {
   std::shared_ptr<const Tokenizer> tokenizer;
   std::vector<int32_t> stop_token_ids;  // end of turn / end of text
   ToolCallFormat tool_call_format = ToolCallFormat::kJson;
+  // Images: empty when the model reads them; otherwise why not (the 400 of a request that
+  // sends one: "the model has no vision tower").
+  std::string vision_unavailable = "the model has no vision tower";
+  image::VisionPreprocessConfig vision_preprocess;  // the checkpoint's preprocessor_config.json
+  int32_t image_pad_id = -1;                        // <|image_pad|>
+  // The prompt's images as the language model takes them (the vision tower's rows, placed on
+  // the M-RoPE positions); an image seen recently is not encoded again. Throws qmlx::Error.
+  std::function<std::vector<SequenceImage>(std::span<const PromptImage> images)> encode_images;
 
   // Messages and tools keep the client's key order: templates serialise them with tojson.
   std::function<RenderedPrompt(const nlohmann::ordered_json& messages,

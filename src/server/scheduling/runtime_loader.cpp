@@ -162,7 +162,8 @@ RenderedPrompt render(const ChatTemplate& chat, const Tokenizer& tokenizer,
   return {std::move(prompt.text), std::move(prompt.ids),
           static_cast<int64_t>(prompt.last_message_end),
           static_cast<int64_t>(prompt.last_user_start),
-          std::vector<int64_t>(prompt.edit_points.begin(), prompt.edit_points.end())};
+          std::vector<int64_t>(prompt.edit_points.begin(), prompt.edit_points.end()),
+          {}};
 }
 
 std::string describe_layers(const ModelConfig& config) {
