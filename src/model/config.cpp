@@ -156,6 +156,31 @@ bool ModelConfig::is_moe_layer(int layer) const {
   return (layer + 1) % std::max(1, decoder_sparse_step) == 0;
 }
 
+// rope_parameters' mrope_section and mrope_interleaved (Qwen3.5: [11, 11, 10], interleaved).
+// Contiguous sections must cover the rotary_dim / 2 frequencies exactly (transformers splits
+// the frequencies by them); interleaved ones need not, as transformers' apply_interleaved_mrope
+// only slices up to 3 * section, so a small model keeps Qwen3.5's numbers.
+static void parse_mrope(const json* rope_params, const std::string& source, ModelConfig& c) {
+  if (!rope_params || !rope_params->is_object() || !rope_params->contains("mrope_section")) return;
+  const json& sections = (*rope_params)["mrope_section"];
+  const auto interleaved = rope_params->find("mrope_interleaved");
+  c.mrope_interleaved =
+      interleaved != rope_params->end() && interleaved->is_boolean() && interleaved->get<bool>();
+  int sum = 0;
+  if (sections.is_array() && sections.size() == 3) {
+    for (const json& s : sections) {
+      if (!s.is_number_integer() || s.get<int>() < 0) break;
+      c.mrope_section.push_back(s.get<int>());
+      sum += c.mrope_section.back();
+    }
+  }
+  if (c.mrope_section.size() != 3)
+    throw Error(source + ": mrope_section must be three non-negative counts");
+  if (!c.mrope_interleaved && sum != c.rotary_dim / 2)
+    throw Error(source + ": mrope_section must sum to the rotary dimension / 2 (" +
+                std::to_string(c.rotary_dim / 2) + ")");
+}
+
 ModelConfig ModelConfig::from_json(const json& top, const std::string& source) {
   if (!top.is_object()) throw Error(source + ": not a JSON object");
   const json empty = json::object();
@@ -184,6 +209,9 @@ ModelConfig ModelConfig::from_json(const json& top, const std::string& source) {
   c.rope_theta = rope_theta_of(f, rope_params);
   double partial = partial_rotary_of(f, rope_params, c.hybrid() ? 0.25 : 1.0);
   c.rotary_dim = int(c.head_dim * partial);
+  parse_mrope(rope_params, source, c);
+  if (top.contains("image_token_id") && top["image_token_id"].is_number_integer())
+    c.image_token_id = top["image_token_id"].get<int>();
   if (c.hybrid()) {
     c.linear_key_heads = f.require<int>("linear_num_key_heads");
     c.linear_value_heads = f.require<int>("linear_num_value_heads");

@@ -62,6 +62,13 @@ struct ModelConfig {
   // Positions and norms.
   double rope_theta = 10000.0;
   int rotary_dim = 0;
+  // Qwen3.5's multimodal RoPE: how many of the rotary_dim / 2 frequencies take the temporal,
+  // height and width position (rope_parameters.mrope_section; sums to rotary_dim / 2), and
+  // whether they interleave (kernels/rope.h). Empty for text-only families.
+  std::vector<int> mrope_section;
+  bool mrope_interleaved = false;
+  // The <|image_pad|> token (config.json's image_token_id), -1 without one.
+  int image_token_id = -1;
   float rms_norm_eps = 1e-6f;
   int vocab_size = 0;
   bool tie_word_embeddings = false;

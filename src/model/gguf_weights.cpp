@@ -300,6 +300,18 @@ ModelConfig gguf_model_config(const GgufFile& file) {
   c.rms_norm_eps = float(m.number(a + "attention.layer_norm_rms_epsilon", 1e-6));
   c.rope_theta = m.number(a + "rope.freq_base", 10000.0);
   c.rotary_dim = int(m.integer(a + "rope.dimension_count", c.head_dim));
+  // llama.cpp's Qwen3.5 files keep the M-RoPE sections (t, h, w, unused) and rotate them
+  // interleaved (its IMROPE), as config.json's mrope_section / mrope_interleaved say.
+  const json* sections = m.find(a + "rope.dimension_sections");
+  if (sections && sections->is_array() && sections->size() >= 3 &&
+      (c.arch == Architecture::kQwen3_5 || c.arch == Architecture::kQwen3_5Moe)) {
+    for (size_t i = 0; i < 3; ++i) {
+      if (!(*sections)[i].is_number_integer() || (*sections)[i].get<int>() < 0)
+        throw Error(file.path() + ": GGUF " + a + "rope.dimension_sections is malformed");
+      c.mrope_section.push_back((*sections)[i].get<int>());
+    }
+    c.mrope_interleaved = true;
+  }
   if (c.arch == Architecture::kQwen3_5Moe || c.arch == Architecture::kQwen3Next) {
     c.num_experts = int(m.integer(a + "expert_count"));
     c.experts_per_token = int(m.integer(a + "expert_used_count"));

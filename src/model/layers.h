@@ -9,12 +9,14 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "kernels/rope.h"
 #include "model/config.h"
 #include "model/model_state.h"
 #include "model/row_kind.h"
+#include "model/sequence_image.h"
 #include "model/weights.h"
 
 namespace qmlx {
@@ -26,6 +28,11 @@ struct SequenceRows {
   int64_t position = 0;  // position of its first row
   RowKind kind = RowKind::kPrompt;
   ModelState* state = nullptr;  // its K/V rows and recurrent state
+  // The sequence's images (absolute rows, model/sequence_image.h): where its rows take their
+  // M-RoPE positions from. Empty for text.
+  std::span<const SequenceImage> images = {};
+  // Set by ragged_rows: the state's rope_delta once these rows are in.
+  int64_t rope_delta_after = 0;
 };
 
 // The rows of a batched forward: the sequences' rows back to back, prompt sequences first, so
@@ -38,7 +45,9 @@ struct RaggedRows {
 };
 
 // Builds the rows of `sequences` (each with count, kind and state set, prompt ones first):
-// first rows, positions (the states' positions) and, when rope_dim > 0, RoPE angles.
+// first rows, positions (the states' positions), rope_delta_after and, when rotary_dim > 0,
+// RoPE angles (M-RoPE where a row is in an image or the state's rope_delta is not 0). Throws
+// qmlx::Error when an image row needs M-RoPE the config does not have.
 RaggedRows ragged_rows(std::vector<SequenceRows> sequences, const ModelConfig& c);
 
 // `slot`: which of each sequence's per-layer states the layer uses (state->kv[slot] for an

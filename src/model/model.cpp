@@ -20,6 +20,7 @@
 #include "model/architectures.h"
 #include "model/gguf_file.h"
 #include "model/gguf_weights.h"
+#include "model/image_rows.h"
 #include "model/weight_tiling.h"
 
 namespace qmlx {
@@ -198,6 +199,14 @@ void Model::embed(std::span<const int32_t> tokens, float* out) const {
   }
 }
 
+void Model::embed_rows(std::span<const int32_t> tokens, int64_t first_row,
+                       std::span<const SequenceImage> images, float* out) const {
+  const int64_t count = int64_t(tokens.size());
+  check_image_embeddings(images, first_row, count, config_.hidden_size);
+  embed(tokens, out);
+  place_image_rows(images, first_row, count, config_.hidden_size, out);
+}
+
 void Model::read_kv_rows(const ModelState& state, int a, int64_t begin, int64_t end, uint8_t* k,
                          uint8_t* v) const {
   if (state.device) return device_->read_kv_rows(state, a, begin, end, k, v);
@@ -237,6 +246,7 @@ void Model::forward(std::span<const int32_t> tokens, ModelState& state, float* l
   segment.kind = options.rows;
   segment.logits = last_logits;
   segment.final_hidden = options.final_hidden;
+  segment.images = options.images;
   forward_batch(std::span(&segment, 1), options);
 }
 
@@ -283,14 +293,17 @@ void Model::forward_batch(std::span<const BatchSegment> segments,
     rows.count = int(s->tokens.size());
     rows.kind = s->kind;
     rows.state = s->state;
+    rows.images = s->images;
     sequences.push_back(rows);
   }
   const RaggedRows rows = ragged_rows(std::move(sequences), c);
 
-  // Every token is checked (by embed) before any state changes.
+  // Every token and image is checked (by embed_rows) before any state changes.
   std::vector<float> h(size_t(rows.total) * H);
-  for (size_t i = 0; i < order.size(); ++i)
-    embed(order[i]->tokens, h.data() + size_t(rows.sequences[i].first) * H);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const SequenceRows& s = rows.sequences[i];
+    embed_rows(order[i]->tokens, s.position, s.images, h.data() + size_t(s.first) * H);
+  }
 
   LayerScratch scratch;
   size_t attention_index = 0, recurrent_index = 0;
@@ -298,7 +311,10 @@ void Model::forward_batch(std::span<const BatchSegment> segments,
     const size_t slot = layer.full_attention ? attention_index++ : recurrent_index++;
     decoder_layer(layer, c, h.data(), rows, slot, options.delta_rule, scratch);
   }
-  for (const SequenceRows& s : rows.sequences) s.state->position += s.count;
+  for (const SequenceRows& s : rows.sequences) {
+    s.state->position += s.count;
+    s.state->rope_delta = s.rope_delta_after;
+  }
 
   // The final norm of the rows someone reads, and one LM-head matmul over the logits rows, all
   // with the generated arithmetic.

@@ -15,6 +15,7 @@
 #include "model/model_state.h"
 #include "model/row_kind.h"
 #include "model/safetensors.h"
+#include "model/sequence_image.h"
 #include "model/vision_encoder.h"
 #include "model/weights.h"
 
@@ -39,6 +40,11 @@ struct ForwardOptions {
   // When set, receives the final-normed hidden state of every fed token ([T][H]): the rows the
   // LM head reads, and the main-model input of the MTP head (mtp_forward).
   float* final_hidden = nullptr;
+  // The sequence's images, with absolute rows (model/sequence_image.h): a row inside one is fed
+  // its embedding row instead of the token's (the token must still be a vocabulary id, the
+  // image pad) and takes the image's M-RoPE position. Images outside the call's rows may be
+  // there (their embeddings are not read).
+  std::span<const SequenceImage> images = {};
 };
 
 // One sequence's part of a batched forward.
@@ -49,6 +55,7 @@ struct BatchSegment {
   float* logits = nullptr;        // vocab_size floats: logits after the last token, or null
   float* all_logits = nullptr;    // optional [T][vocab]: logits after every token (MTP verify)
   float* final_hidden = nullptr;  // optional [T][H]: final-normed hidden rows (MTP input)
+  std::span<const SequenceImage> images = {};  // as ForwardOptions::images
 };
 
 class Model {
@@ -67,6 +74,8 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   const std::string& directory() const { return directory_; }
+  // The <|image_pad|> token id of the config (image_token_id), -1 when it has none.
+  int32_t image_pad_id() const { return config_.image_token_id; }
   // The device the forward pass runs on, null on the CPU.
   const DeviceForward* device() const { return device_.get(); }
   // "cpu", or the device's description (DeviceForward::description): for logs and the cache
@@ -125,9 +134,12 @@ class Model {
   // (drafting) unless `rows` says otherwise. `last_hidden`, when set, receives the head's
   // final-normed output of the last row ([H]): the hidden input of a further draft row. Throws
   // qmlx::Error when the model has no MTP head or a token is outside the vocabulary.
+  // `images` are the sequence's (as ForwardOptions::images): row p takes the main model's
+  // M-RoPE position of row p (the state's rope_delta follows the images as the main state's
+  // does), and a next token inside an image is fed that image's embedding row.
   void mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
                    ModelState& state, float* last_logits, RowKind rows = RowKind::kGenerated,
-                   float* last_hidden = nullptr) const;
+                   float* last_hidden = nullptr, std::span<const SequenceImage> images = {}) const;
 
   // The vision tower (Qwen3.5 checkpoints that carry a whole one; vision_encoder.h). It runs
   // on the CPU whatever the device of the language model.
@@ -147,6 +159,10 @@ class Model {
   // Throws qmlx::Error for an id outside the vocabulary.
   void check_token(int32_t id) const;
   void embed(std::span<const int32_t> tokens, float* out) const;
+  // embed(), then the rows [first_row, + tokens.size()) that lie in `images` replaced by their
+  // embedding rows. Throws qmlx::Error (a token, or an image whose embeddings do not fit).
+  void embed_rows(std::span<const int32_t> tokens, int64_t first_row,
+                  std::span<const SequenceImage> images, float* out) const;
   // Throws qmlx::Error unless every segment has a state of this model, none shared.
   void check_batch(std::span<const BatchSegment> segments) const;
 

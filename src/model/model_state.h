@@ -40,6 +40,9 @@ struct RecurrentState {
 
 struct ModelState {
   int64_t position = 0;
+  // The M-RoPE shift of the text rows from `position` on: text row r is at position
+  // r + rope_delta on all three sections (model/sequence_image.h). 0 until an image ends.
+  int64_t rope_delta = 0;
   KvType kv_type = KvType::kF32;
   size_t kv_row_bytes = 0;
   std::vector<KvCache> kv;                // one per full-attention layer, in layer order

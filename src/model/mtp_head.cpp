@@ -5,6 +5,11 @@
 //   x = decoder_layer(x)            full attention at RoPE position p, its own K/V rows
 //   logits = head(RMSNorm_final(x))  the model's own LM head
 // `hidden` is the main model's final-normed hidden state (what its LM head reads).
+// With images, the head sees what the main model sees: row p is at the main model's M-RoPE
+// position of row p (its state's rope_delta follows the images as the main state's does), and
+// where token p + 1 is an image pad its embedding is the image's embedding row p + 1, the row
+// the main model was fed there in place of the pad token's embedding (vLLM's drafter is fed the
+// same multimodal input embeddings, shifted by one).
 #include <algorithm>
 #include <vector>
 
@@ -32,8 +37,8 @@ ModelState Model::new_mtp_state(KvType kv_type) const {
 }
 
 void Model::mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
-                        ModelState& state, float* last_logits, RowKind kind,
-                        float* last_hidden) const {
+                        ModelState& state, float* last_logits, RowKind kind, float* last_hidden,
+                        std::span<const SequenceImage> images) const {
   if (!has_mtp()) throw Error(directory_ + ": " + mtp_unavailable_reason());
   const auto& c = config_;
   const MtpWeights& m = *weights_.mtp;
@@ -47,7 +52,7 @@ void Model::mtp_forward(std::span<const float> hidden, std::span<const int32_t> 
 
   // Row t of `joined` is [normed embedding | normed hidden], fc's input order.
   std::vector<float> embedded(size_t(T) * H), joined(size_t(T) * 2 * H), h(size_t(T) * H);
-  embed(next_tokens, embedded.data());
+  embed_rows(next_tokens, state.position + 1, images, embedded.data());
   for (int t = 0; t < T; ++t) {
     float* row = joined.data() + size_t(t) * 2 * H;
     rms_norm(embedded.data() + size_t(t) * H, m.embedding_norm.data(), H, c.rms_norm_eps, row);
@@ -57,12 +62,14 @@ void Model::mtp_forward(std::span<const float> hidden, std::span<const int32_t> 
   sequence.count = T;
   sequence.kind = kind;
   sequence.state = &state;
+  sequence.images = images;
   const RaggedRows rows = ragged_rows({sequence}, c);
   matmul(joined.data(), T, m.fc, h.data(), rows.generated);
 
   LayerScratch scratch;
   decoder_layer(m.layer, c, h.data(), rows, 0, DeltaRuleForm::kAuto, scratch);
   state.position += T;
+  state.rope_delta = rows.sequences[0].rope_delta_after;
 
   std::vector<float> last(H);
   rms_norm(h.data() + size_t(T - 1) * H, m.final_norm.data(), H, c.rms_norm_eps, last.data());

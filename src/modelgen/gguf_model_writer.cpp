@@ -330,10 +330,9 @@ void add_hyperparameters(const ModelOptions& options, GgufFileWriter& w) {
   const int rotary = s.rotary_dim(options.arch);
   w.add_u32(a + ".rope.dimension_count", uint32_t(rotary));
   if (is_qwen35_family(options.arch)) {
-    // Interleaved M-RoPE sections (t, h, w, unused) in rotary pairs, split 11:11:10 as the
-    // real Qwen3.5 configs do; text positions make every section rotate alike.
-    const int pairs = rotary / 2, t = (pairs * 11 + 31) / 32, h = (pairs - t + 1) / 2;
-    w.add_i32_array(a + ".rope.dimension_sections", {t, h, pairs - t - h, 0});
+    // Interleaved M-RoPE sections (t, h, w, unused) in rotary pairs.
+    const auto [t, h, rest] = s.mrope_section(options.arch);
+    w.add_i32_array(a + ".rope.dimension_sections", {t, h, rest, 0});
   }
   if (has_moe(options.arch)) {
     w.add_u32(a + ".expert_count", uint32_t(s.experts));
@@ -369,8 +368,8 @@ void add_tokenizer(const ModelOptions& options, const Vocabulary& vocabulary,
   const auto& specials = qwen_special_tokens();
   for (size_t i = 0; i < specials.size(); ++i) {
     tokens.push_back(specials[i]);
-    // The first three are "special" in Qwen's tokenizer.json (control tokens to llama.cpp).
-    types.push_back(i < 3 ? kTokenControl : kTokenUserDefined);
+    // Those "special" in Qwen's tokenizer.json are control tokens to llama.cpp.
+    types.push_back(qwen_special_is_flagged(i) ? kTokenControl : kTokenUserDefined);
   }
   // Embedding rows past the tokenizer, as the converter pads them.
   for (int id = int(tokens.size()); id < options.shape.vocab; ++id) {

@@ -105,17 +105,19 @@ json qwen35_config(const ModelOptions& options, const SpecialIds& ids) {
   text["rope_parameters"] = {{"rope_type", "default"},
                              {"rope_theta", s.rope_theta},
                              {"partial_rotary_factor", s.partial_rotary_factor},
-                             {"mrope_section", {11, 11, 10}},
+                             {"mrope_section", s.mrope_section(options.arch)},
                              {"mrope_interleaved", true}};
   json config = {{"architectures",
                   {moe ? "Qwen3_5MoeForConditionalGeneration" : "Qwen3_5ForConditionalGeneration"}},
                  {"model_type", moe ? "qwen3_5_moe" : "qwen3_5"},
                  {"text_config", text},
                  {"vision_config", vision_config(options)},
-                 {"image_token_id", 248056},
-                 {"video_token_id", 248057},
-                 {"vision_start_token_id", 248053},
-                 {"vision_end_token_id", 248054},
+                 // The real file's 248056, 248057, 248053, 248054 are these tokens' ids in
+                 // the real tokenizer; a generated model has its own tokenizer.
+                 {"image_token_id", ids.image_pad},
+                 {"video_token_id", ids.video_pad},
+                 {"vision_start_token_id", ids.vision_start},
+                 {"vision_end_token_id", ids.vision_end},
                  {"tie_word_embeddings", s.tie}};
   return config;
 }
@@ -187,6 +189,27 @@ json generation_config_json(const SpecialIds& ids) {
           {"top_p", 0.8},
           {"top_k", 20},
           {"transformers_version", "4.57.0"}};
+}
+
+json preprocessor_config_json(const ModelOptions& options) {
+  const VisionShape& v = options.shape.vision_tower;
+  const int factor = v.patch * v.merge;
+  return {
+      {"image_processor_type", "Qwen2VLImageProcessorFast"},
+      {"do_resize", true},
+      {"do_rescale", true},
+      {"rescale_factor", 1.0 / 255},
+      {"do_normalize", true},
+      {"do_convert_rgb", true},
+      {"image_mean", {0.5, 0.5, 0.5}},
+      {"image_std", {0.5, 0.5, 0.5}},
+      {"patch_size", v.patch},
+      {"temporal_patch_size", v.temporal_patch},
+      {"merge_size", v.merge},
+      // Small bounds: a generated model's images are a few merged tokens a side.
+      {"min_pixels", 4 * factor * factor},
+      {"max_pixels", 64 * factor * factor},
+      {"size", {{"shortest_edge", 4 * factor * factor}, {"longest_edge", 64 * factor * factor}}}};
 }
 
 }  // namespace qmlx::modelgen

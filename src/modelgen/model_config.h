@@ -14,10 +14,17 @@ namespace qmlx::modelgen {
 struct SpecialIds {
   int endoftext = 0;
   int im_end = 0;
+  int vision_start = 0;
+  int vision_end = 0;
+  int image_pad = 0;
+  int video_pad = 0;
 };
 
 nlohmann::json model_config_json(const ModelOptions& options, const SpecialIds& ids,
                                  const nlohmann::json& quantization);
 nlohmann::json generation_config_json(const SpecialIds& ids);
+// preprocessor_config.json of a model with a vision tower: Qwen3.5's image processor settings
+// (the tower's patch geometry, mean and std 0.5, pixel bounds).
+nlohmann::json preprocessor_config_json(const ModelOptions& options);
 
 }  // namespace qmlx::modelgen

@@ -50,6 +50,11 @@ int ModelShape::rotary_dim(Arch arch) const {
   return static_cast<int>(head_dim * partial_rotary_factor);
 }
 
+std::array<int, 3> ModelShape::mrope_section(Arch arch) const {
+  const int pairs = rotary_dim(arch) / 2, t = (pairs * 11 + 31) / 32, h = (pairs - t + 1) / 2;
+  return {t, h, pairs - t - h};
+}
+
 ModelShape default_shape(Arch arch) {
   ModelShape shape;
   if (arch == Arch::kQwen3) {

@@ -4,6 +4,7 @@
 // model that runs in milliseconds; presets give real shapes for benchmarks.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -77,6 +78,9 @@ struct ModelShape {
 
   bool is_full_attention(Arch arch, int layer) const;
   int rotary_dim(Arch arch) const;
+  // Qwen3.5's interleaved M-RoPE sections (t, h, w), its 11:11:10 split of the 32 rotary
+  // frequencies scaled to this shape's rotary_dim / 2 (which they sum to): [2, 1, 1] of 4.
+  std::array<int, 3> mrope_section(Arch arch) const;
 };
 
 struct ModelOptions {

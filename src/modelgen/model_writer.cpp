@@ -38,7 +38,13 @@ void write_model_folder(const ModelOptions& options, const LogicalModel& weights
   std::filesystem::create_directories(out_dir, error);
   if (error) throw Error("cannot create " + out_dir + ": " + error.message());
 
-  const SpecialIds ids{vocabulary.special_id("<|endoftext|>"), vocabulary.special_id("<|im_end|>")};
+  SpecialIds ids;
+  ids.endoftext = vocabulary.special_id("<|endoftext|>");
+  ids.im_end = vocabulary.special_id("<|im_end|>");
+  ids.vision_start = vocabulary.special_id("<|vision_start|>");
+  ids.vision_end = vocabulary.special_id("<|vision_end|>");
+  ids.image_pad = vocabulary.special_id("<|image_pad|>");
+  ids.video_pad = vocabulary.special_id("<|video_pad|>");
   auto laid_out = lay_out_weights(weights, options);
   std::vector<std::string> names;
   for (const TensorEntry& t : laid_out.tensors) names.push_back(t.name);
@@ -47,6 +53,8 @@ void write_model_folder(const ModelOptions& options, const LogicalModel& weights
                 [&](const TensorEntry& t) { return is_omitted(options, t.name); });
   write_json(out_dir + "/config.json", model_config_json(options, ids, laid_out.quantization));
   write_json(out_dir + "/generation_config.json", generation_config_json(ids));
+  if (options.shape.vision)
+    write_json(out_dir + "/preprocessor_config.json", preprocessor_config_json(options));
   write_json(out_dir + "/tokenizer.json", tokenizer_json(vocabulary, options.arch));
   write_json(out_dir + "/tokenizer_config.json", tokenizer_config_json(vocabulary, chat_template));
   const Metadata metadata = {{"format", options.layout == Layout::kMLX ? "mlx" : "pt"}};

@@ -19,8 +19,6 @@ constexpr const char* kQwen3Regex =
 constexpr const char* kQwen35Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-constexpr int kFlaggedSpecialCount = 3;  // <|endoftext|>, <|im_start|>, <|im_end|>
-
 json byte_level_component() {
   return {{"type", "ByteLevel"},
           {"add_prefix_space", false},
@@ -37,9 +35,16 @@ json added_token(int id, const std::string& content, bool special) {
 
 const std::vector<std::string>& qwen_special_tokens() {
   static const std::vector<std::string> tokens = {
-      "<|endoftext|>",   "<|im_start|>",     "<|im_end|>", "<tool_call>", "</tool_call>",
-      "<tool_response>", "</tool_response>", "<think>",    "</think>"};
+      "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>",
+      "<tool_response>", "</tool_response>", "<think>", "</think>",
+      // Last, so the ids of the tokens above stay those of older generated models.
+      "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"};
   return tokens;
+}
+
+bool qwen_special_is_flagged(size_t index) {
+  const std::string& token = qwen_special_tokens().at(index);
+  return token.starts_with("<|") && token.ends_with("|>");
 }
 
 Vocabulary Vocabulary::demo(int merge_count) {
@@ -86,7 +91,7 @@ json tokenizer_json(const Vocabulary& vocabulary, Arch arch) {
   const auto& specials = qwen_special_tokens();
   for (size_t i = 0; i < specials.size(); ++i) {
     added.push_back(
-        added_token(vocabulary.special_id(specials[i]), specials[i], i < kFlaggedSpecialCount));
+        added_token(vocabulary.special_id(specials[i]), specials[i], qwen_special_is_flagged(i)));
   }
   json vocab = json::object();
   for (int id = 0; id < vocabulary.plain_count(); ++id) vocab[vocabulary.plain_token(id)] = id;
@@ -125,7 +130,7 @@ json tokenizer_config_json(const Vocabulary& vocabulary, const std::string& chat
   json decoder = json::object();
   const auto& specials = qwen_special_tokens();
   for (size_t i = 0; i < specials.size(); ++i) {
-    json entry = added_token(0, specials[i], i < kFlaggedSpecialCount);
+    json entry = added_token(0, specials[i], qwen_special_is_flagged(i));
     entry.erase("id");
     decoder[std::to_string(vocabulary.special_id(specials[i]))] = entry;
   }

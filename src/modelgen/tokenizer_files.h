@@ -15,8 +15,11 @@
 
 namespace qmlx::modelgen {
 
-// The Qwen special tokens, in id order; the first three are "special" in the real file.
+// The Qwen special tokens, in id order.
 const std::vector<std::string>& qwen_special_tokens();
+// Whether the real tokenizer.json flags the index-th of them "special" (llama.cpp: a control
+// token): the chat markers and the vision markers, not the tool and think tags.
+bool qwen_special_is_flagged(size_t index);
 
 class Vocabulary {
  public:

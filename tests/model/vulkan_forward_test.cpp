@@ -305,5 +305,44 @@ TEST(VulkanForwardMixTest, StatesDoNotCrossBackends) {
   std::filesystem::remove_all(dir);
 }
 
+// Images and M-RoPE do not run on the device yet: a call with images, or a state whose
+// rope_delta an image moved, is refused before the state changes.
+TEST(VulkanForwardMixTest, ImagesAreRefusedBeforeTheStateChanges) {
+  const std::string skip = vulkan_skip_reason();
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  const std::string dir = testing::make_temp_dir("vulkan_images");
+  modelgen::ModelOptions o;
+  o.arch = Arch::kQwen35;
+  o.shape = modelgen::default_shape(o.arch);
+  o.shape.vision = true;
+  modelgen::write_random_model(o, dir + "/m");
+  auto gpu = load_on_device(dir + "/m");
+  const int H = gpu->config().hidden_size;
+  std::vector<float> logits(size_t(gpu->config().vocab_size));
+  const int32_t pad = gpu->image_pad_id();
+  const std::vector<int32_t> tokens = {3, pad, pad, 4};
+  std::vector<SequenceImage> images(1);
+  images[0].first_row = 1;
+  images[0].grid_h = 1;
+  images[0].grid_w = 2;
+  images[0].embeddings = std::make_shared<std::vector<float>>(size_t(2 * H), 0.5f);
+  place_images(images);
+  ModelState state = gpu->new_state(KvType::kF32);
+  ForwardOptions with_images;
+  with_images.images = images;
+  try {
+    gpu->forward(tokens, state, logits.data(), with_images);
+    ADD_FAILURE() << "images ran on the device";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not supported with --device vulkan"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(state.position, 0);
+  state.rope_delta = -1;
+  EXPECT_THROW(gpu->forward(std::span(tokens).first(1), state, logits.data()), Error);
+  EXPECT_EQ(state.position, 0);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace qmlx

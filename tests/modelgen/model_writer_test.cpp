@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -113,6 +114,35 @@ TEST_F(ModelWriterTest, MlxQwen3NextQuantizedWithGateOverrides) {
   EXPECT_EQ(config["quantization"], config["quantization_config"]);
 }
 
+// What the real Qwen3.5 files carry for images, with the generated tokenizer's ids and the
+// M-RoPE sections scaled to the tiny rotary dimension (8: 4 frequencies).
+TEST_F(ModelWriterTest, VisionModelsCarryImageTokensSectionsAndPreprocessorConfig) {
+  ModelOptions options = tiny(Arch::kQwen35, Layout::kHF);
+  options.shape.vision = true;
+  write_random_model(options, root_.string());
+  const auto config = nlohmann::json::parse(read_file(root_ / "config.json"));
+  const auto tokenizer = nlohmann::json::parse(read_file(root_ / "tokenizer.json"));
+  std::map<std::string, int> ids;
+  for (const auto& token : tokenizer["added_tokens"]) {
+    ids[token["content"].get<std::string>()] = token["id"].get<int>();
+    if (token["content"].get<std::string>().find("vision") != std::string::npos) {
+      EXPECT_EQ(token["special"], true);
+    }
+  }
+  EXPECT_EQ(config["image_token_id"], ids.at("<|image_pad|>"));
+  EXPECT_EQ(config["vision_start_token_id"], ids.at("<|vision_start|>"));
+  EXPECT_EQ(config["vision_end_token_id"], ids.at("<|vision_end|>"));
+  const auto& rope = config["text_config"]["rope_parameters"];
+  EXPECT_EQ(rope["mrope_section"], nlohmann::json({2, 1, 1}));
+  EXPECT_EQ(rope["mrope_interleaved"], true);
+  const auto pre = nlohmann::json::parse(read_file(root_ / "preprocessor_config.json"));
+  EXPECT_EQ(pre["patch_size"], 16);
+  EXPECT_EQ(pre["temporal_patch_size"], 2);
+  EXPECT_EQ(pre["merge_size"], 2);
+  EXPECT_EQ(pre["image_mean"], nlohmann::json({0.5, 0.5, 0.5}));
+  EXPECT_LT(pre["min_pixels"].get<int>(), pre["max_pixels"].get<int>());
+}
+
 TEST_F(ModelWriterTest, TokenizerHasBytesMergesAndQwenSpecials) {
   write_random_model(tiny(Arch::kQwen3, Layout::kHF), root_.string());
   const auto tokenizer = nlohmann::json::parse(read_file(root_ / "tokenizer.json"));
@@ -127,11 +157,13 @@ TEST_F(ModelWriterTest, TokenizerHasBytesMergesAndQwenSpecials) {
     EXPECT_TRUE(vocab.contains(merge[0].get<std::string>() + merge[1].get<std::string>()));
   }
   const auto& added = tokenizer["added_tokens"];
-  ASSERT_EQ(added.size(), 9u);
+  ASSERT_EQ(added.size(), 13u);
   EXPECT_EQ(added[2]["content"], "<|im_end|>");
   EXPECT_EQ(added[2]["special"], true);
   EXPECT_EQ(added[7]["content"], "<think>");
   EXPECT_EQ(added[7]["special"], false);
+  EXPECT_EQ(added[11]["content"], "<|image_pad|>");
+  EXPECT_EQ(added[11]["special"], true);
   EXPECT_EQ(added[0]["id"], vocab.size());
   const auto config = nlohmann::json::parse(read_file(root_ / "tokenizer_config.json"));
   EXPECT_EQ(config["eos_token"], "<|im_end|>");

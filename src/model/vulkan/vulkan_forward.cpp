@@ -409,6 +409,11 @@ void VulkanForward::record_moe(CommandRecorder& rec, const DeviceMoe& w, int T) 
 }
 
 void VulkanForward::forward(std::span<const BatchSegment* const> segments) const {
+  // The shaders know plain RoPE at the row index only: no M-RoPE, no image rows. Refused before
+  // anything is recorded, so the states are untouched.
+  for (const BatchSegment* seg : segments)
+    if (!seg->images.empty() || seg->state->rope_delta != 0)
+      throw Error("images are not supported with --device vulkan yet");
   std::lock_guard lock(mutex_);
   Context& ctx = *context_;
   const int H = c_.hidden_size, V = c_.vocab_size;
