@@ -251,7 +251,8 @@ void BatchEngine::loop() {
       Work* w = pending_[i];
       shape.add_rows(w->kind == RowKind::kPrompt, w->session->position(), int64_t(give[i]));
       segments.push_back({w->tokens.subspan(w->done, give[i]), &w->session->state_, w->kind,
-                          w->session->logits_.data(), w->all_logits, w->final_hidden});
+                          w->session->logits_.data(), w->all_logits, w->final_hidden,
+                          w->session->images_});
       members.push_back(w);
       (w->kind == RowKind::kGenerated ? stats.decode_rows : stats.prompt_rows) += int(give[i]);
     }

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "engine/batch_engine.h"
+#include "engine/image_pad_keys.h"
 
 namespace qmlx {
 
@@ -38,12 +39,24 @@ int prefill_chunk_for(const Model& model, int requested) {
   return model.config().num_experts > 0 ? kMoePrefillChunk : kDensePrefillChunk;
 }
 
+void Session::set_images(std::vector<SequenceImage> images) {
+  images_ = std::move(images);
+  state_.rope_delta = rope_delta_at(images_, state_.position);
+}
+
 bool Session::prefill(std::span<const int32_t> tokens, const PrefillProgress& progress,
                       const std::atomic<bool>* cancel, const PrefillHidden& hidden) {
   if (tokens.empty()) return true;
+  // The model sees its own pad token where the cache saw an image's keys.
+  std::vector<int32_t> mapped;
+  if (map_image_pad_keys(tokens, model_->image_pad_id(), &mapped)) {
+    if (model_->image_pad_id() < 0) throw Error("an image in the prompt of a model without one");
+    tokens = mapped;
+  }
   if (options_.engine) return options_.engine->prefill(*this, tokens, progress, cancel);
   const size_t chunk = size_t(prefill_chunk_for(*model_, options_.prefill_chunk));
   ForwardOptions fo{options_.delta_rule, RowKind::kPrompt};
+  fo.images = images_;
   std::vector<float> hidden_rows;
   for (size_t done = 0; done < tokens.size();) {
     if (cancel && cancel->load()) return false;
@@ -64,8 +77,9 @@ bool Session::prefill(std::span<const int32_t> tokens, const PrefillProgress& pr
 void Session::decode(int32_t token) {
   if (options_.engine) return options_.engine->decode(*this, token);
   logits_.resize(layout_.vocab_size);
-  model_->forward(std::span<const int32_t>(&token, 1), state_, logits_.data(),
-                  ForwardOptions{options_.delta_rule, RowKind::kGenerated});
+  ForwardOptions fo{options_.delta_rule, RowKind::kGenerated};
+  fo.images = images_;
+  model_->forward(std::span<const int32_t>(&token, 1), state_, logits_.data(), fo);
 }
 
 void Session::verify(std::span<const int32_t> tokens, float* all_logits, float* final_hidden,
@@ -87,6 +101,7 @@ void Session::verify(std::span<const int32_t> tokens, float* all_logits, float* 
   segment.kind = RowKind::kGenerated;
   segment.all_logits = all_logits;
   segment.final_hidden = final_hidden;
+  segment.images = images_;
   logits_.resize(V);
   segment.logits = logits_.data();
   try {
@@ -120,8 +135,10 @@ void Session::keep_verified(int rows, RollbackMethod method) {
     }
     state_.position = start;
     std::vector<float> unused(V);
+    ForwardOptions fo{options_.delta_rule, RowKind::kGenerated};
+    fo.images = images_;
     model_->forward(std::span<const int32_t>(verified_tokens_).first(size_t(rows)), state_,
-                    unused.data(), ForwardOptions{options_.delta_rule, RowKind::kGenerated});
+                    unused.data(), fo);
   }
   logits_.assign(verified_logits_.begin() + size_t(rows - 1) * V,
                  verified_logits_.begin() + size_t(rows) * V);
@@ -174,6 +191,7 @@ void Session::reset(int64_t position) {
   state_ = model_->new_state(state_.kv_type);
   for (KvCache& kv : state_.kv) kv.ensure_rows(position, state_.kv_row_bytes);
   state_.position = position;
+  state_.rope_delta = rope_delta_at(images_, position);  // a restore continues the positions
   logits_.clear();
 }
 

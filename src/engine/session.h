@@ -89,6 +89,13 @@ class Session : public StateSource, public StateSink {
 
   const Model& model() const { return *model_; }
 
+  // The images of the sequence (model/sequence_image.h, rows from 0): prefill feeds their rows
+  // at their pads, which may arrive as image pad keys (engine/image_pad_keys.h), and a restore
+  // (reset) continues their M-RoPE positions. Set before the rows they cover are fed; rows
+  // already in must have been fed with the same images before them.
+  void set_images(std::vector<SequenceImage> images);
+  std::span<const SequenceImage> images() const { return images_; }
+
   // StateSource
   const StateLayout& layout() const override { return layout_; }
   int64_t position() const override { return state_.position; }
@@ -114,6 +121,7 @@ class Session : public StateSource, public StateSink {
   StateLayout layout_;
   ModelState state_;
   std::vector<float> logits_;
+  std::vector<SequenceImage> images_;
   uint64_t resets_ = 0;
   // The last verify call: its tokens, every row's logits, and the recurrent states it kept (one
   // history per layer, kKeepStates) or started from (kRecompute).

@@ -61,9 +61,25 @@ void SpeculativeDecoder::start_head_if_replaced() {
   head_ = model_.new_mtp_state(head_.kv_type);
   head_base_ = expected_position_ = session_.position();
   expected_resets_ = session_.resets();
+  head_.rope_delta = rope_delta_at(session_.images(), head_base_);
   pending_hidden_.clear();
   pending_tokens_.clear();
   step_rows_ = 0;
+}
+
+// The head's rows count from head_base_, where it started, so it sees the session's images
+// shifted by that much; shifting all three M-RoPE positions alike changes no attention score
+// (RoPE scores depend on position differences), as for text.
+std::vector<SequenceImage> SpeculativeDecoder::head_images() const {
+  std::vector<SequenceImage> images;
+  for (const SequenceImage& image : session_.images()) {
+    if (image.end_row() <= head_base_) continue;
+    SequenceImage shifted = image;
+    shifted.first_row -= head_base_;
+    shifted.first_position -= head_base_;
+    images.push_back(std::move(shifted));
+  }
+  return images;
 }
 
 void SpeculativeDecoder::add_pending(std::span<const int32_t> tokens,
@@ -86,7 +102,8 @@ bool SpeculativeDecoder::prefill(std::span<const int32_t> tokens, const PrefillP
         const size_t rows = pending_tokens_.size();
         if (rows > 0) {
           model_.mtp_forward(std::span<const float>(pending_hidden_).first(rows * H_),
-                             pending_tokens_, head_, head_logits_.data(), RowKind::kPrompt);
+                             pending_tokens_, head_, head_logits_.data(), RowKind::kPrompt,
+                             nullptr, head_images());
           pending_hidden_.erase(pending_hidden_.begin(),
                                 pending_hidden_.begin() + ptrdiff_t(rows * H_));
           pending_tokens_.clear();
@@ -106,7 +123,7 @@ void SpeculativeDecoder::draft(int32_t token, Sampler& sampler, std::span<const 
   head_logits_.resize(V_);
   head_hidden_.resize(H_);
   model_.mtp_forward(pending_hidden_, pending_tokens_, head_, head_logits_.data(),
-                     RowKind::kGenerated, head_hidden_.data());
+                     RowKind::kGenerated, head_hidden_.data(), head_images());
   pending_hidden_.clear();
   pending_tokens_.clear();
   const int64_t exact_rows = head_.position;

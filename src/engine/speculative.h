@@ -83,6 +83,7 @@ class SpeculativeDecoder {
   void add_pending(std::span<const int32_t> tokens, std::span<const float> hidden);
   void draft(int32_t token, Sampler& sampler, std::span<const int32_t> history, int k);
   bool rejected_by_hook();
+  std::vector<SequenceImage> head_images() const;
 
   Session& session_;
   const Model& model_;

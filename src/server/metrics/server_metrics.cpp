@@ -177,6 +177,11 @@ std::string request_log_line(uint64_t uid, FinishReason finish, const Generation
                   double(spec.accepted) / spec.drafted, double(spec.tokens) / spec.steps);
     out += line;
   }
+  if (stats.images > 0) {
+    std::snprintf(line, sizeof line, " images=%d images_encoded=%d image_encode_time=%.1fms",
+                  stats.images, stats.images_encoded, stats.image_encode_ms);
+    out += line;
+  }
   if (!stats.normalized.empty()) {
     out += " normalized=";
     for (size_t i = 0; i < stats.normalized.size(); ++i) {

@@ -48,6 +48,11 @@ struct GenerationStats {
   std::string checkpoint;
   CacheLookupResult cache;
   std::vector<std::string> normalized;  // prompt normalization rules that changed the request
+  // Images in the prompt, those the vision tower encoded for it (the others were restored with
+  // the cache or kept from an earlier turn) and the time that took.
+  int images = 0;
+  int images_encoded = 0;
+  double image_encode_ms = 0;
   // Speculative decoding's steps, drafts, accepted drafts and tokens produced (all zero when off).
   SpeculativeCounts speculative;
 

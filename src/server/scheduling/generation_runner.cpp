@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <deque>
 #include <random>
@@ -134,7 +135,9 @@ class Run {
     stats_.uid = job_.uid();
     stats_.normalized = request_.normalized;
     stats_.prompt_tokens = static_cast<int64_t>(prompt_ids_.size());
+    place_images();
     restore_from_cache();
+    encode_images();
     if (!prefill_prompt()) return finish(FinishReason::kCancelled);
     hooks_.on_prompt_end(view_, session_.state_source());
     return finish(decode());
@@ -152,6 +155,29 @@ class Run {
       stats_.cache.cached_tokens = 0;
     }
     stats_.cached_tokens = stats_.cache.cached_tokens;
+  }
+
+  // The session learns where the prompt's images are before the cache restores it (a restore
+  // continues their positions), and gets their rows only after: an image the restore covers is
+  // not encoded at all. Always set: the session may hold the last request's images.
+  void place_images() {
+    const std::vector<PromptImage>& images = job_.prompt().images;
+    stats_.images = int(images.size());
+    if (images.empty()) {
+      session_.set_images({});
+      return;
+    }
+    session_.set_images(runtime_.encode_images(images, INT64_MAX).images);
+  }
+
+  void encode_images() {
+    const std::vector<PromptImage>& images = job_.prompt().images;
+    if (images.empty()) return;
+    const auto start = Clock::now();
+    PlacedImages placed = runtime_.encode_images(images, stats_.cached_tokens);
+    stats_.images_encoded = placed.encoded;
+    stats_.image_encode_ms = ms_since(start);
+    session_.set_images(std::move(placed.images));
   }
 
   // False when the client went away mid-prefill.

@@ -97,6 +97,13 @@ struct PromptImage {
   int64_t pads() const { return input ? int64_t(input->num_patches) / 4 : 0; }
 };
 
+// A prompt's images for the session (InferenceSession::set_images), and how many of them the
+// vision tower had to encode (the others came from the encoder-output cache or were not needed).
+struct PlacedImages {
+  std::vector<SequenceImage> images;
+  int encoded = 0;
+};
+
 // The chat template's output for one conversation.
 struct RenderedPrompt {
   std::string text;
@@ -138,9 +145,11 @@ struct ModelRuntime {
   std::string vision_unavailable = "the model has no vision tower";
   image::VisionPreprocessConfig vision_preprocess;  // the checkpoint's preprocessor_config.json
   int32_t image_pad_id = -1;                        // <|image_pad|>
-  // The prompt's images as the language model takes them (the vision tower's rows, placed on
-  // the M-RoPE positions); an image seen recently is not encoded again. Throws qmlx::Error.
-  std::function<std::vector<SequenceImage>(std::span<const PromptImage> images)> encode_images;
+  // The prompt's images as the language model takes them, placed on the M-RoPE positions; those
+  // that end after `from_row` with the vision tower's rows (an image seen recently is not
+  // encoded again), those wholly before it without (a restore covers them). Throws qmlx::Error.
+  std::function<PlacedImages(std::span<const PromptImage> images, int64_t from_row)>
+      encode_images;
 
   // Messages and tools keep the client's key order: templates serialise them with tojson.
   std::function<RenderedPrompt(const nlohmann::ordered_json& messages,

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "base/logging.h"
+#include "engine/image_pad_keys.h"
 #include "server/scheduling/model_runtime.h"
 
 namespace qmlx::server {
@@ -82,6 +83,10 @@ CacheLookupResult PrefixCacheHooks::lookup_and_restore(const PromptView& prompt,
   out.restore_bytes = result.bytes_read;
   if (result.divergence) {
     const TokenDecoder decode = [this](std::span<const int32_t> ids) {
+      // An image's pads are keys here (engine/image_pad_keys.h): shown as the pad token.
+      std::vector<int32_t> mapped;
+      const std::optional<int32_t> pad = tokenizer_->token_id("<|image_pad|>");
+      if (pad && map_image_pad_keys(ids, *pad, &mapped)) return tokenizer_->decode(mapped);
       return tokenizer_->decode(ids);
     };
     const Divergence& d = *result.divergence;

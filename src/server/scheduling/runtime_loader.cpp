@@ -16,6 +16,7 @@
 #include "engine/session.h"
 #include "engine/speculative.h"
 #include "engine/speculative_config.h"
+#include "server/scheduling/image_encoding.h"
 #include "text/template/chat_prompt.h"
 
 namespace qmlx::server {
@@ -85,6 +86,9 @@ class EngineSession : public InferenceSession {
   std::span<const float> logits() const override { return session_.logits(); }
   StateSource& state_source() override { return session_; }
   StateSink& state_sink() override { return session_; }
+  void set_images(std::vector<SequenceImage> images) override {
+    session_.set_images(std::move(images));
+  }
   SpeculativeDecoding* speculative() override { return speculation_.get(); }
 
  private:
@@ -243,6 +247,10 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
   runtime->tokenizer = tokenizer;
   runtime->stop_token_ids = stop_ids(*tokenizer, *chat);
   runtime->tool_call_format = tool_call_format_for_template(chat->source());
+  if (model->has_vision()) {
+    runtime->encode_images = make_image_encoder(
+        model, std::make_shared<ImageEmbeddingCache>(kImageEmbeddingCacheBytes));
+  }
   runtime->render_chat = [chat, tokenizer](const ordered_json& messages, const ordered_json& tools,
                                            bool add_generation_prompt, const ordered_json& kwargs) {
     return render(*chat, *tokenizer, messages, tools, add_generation_prompt, kwargs);

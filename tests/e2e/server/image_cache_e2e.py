@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Screenshots in a conversation, warm == cold (issue 29 item 4), against `qmlx serve` on a tiny
+model with a vision tower (make-model --vision), temperature 0:
+  1. a server without any cache gives the reference replies: turn 1 (text + image A), turn 2
+     (turn 1's history, its reply, a new question), and turn 2 with image B where A was;
+  2. a cached server: turn 2 HITs past the image (its pads restored, the image not encoded again)
+     with the cold reply; turn 2 with image B never restores past B's first pad and gives B's
+     cold reply; the same image in a new conversation is not encoded again (the encoder-output
+     cache); every log line says images= and images_encoded=;
+  3. the cached server restarted on its disk: turn 2 HITs from the disk with the cold reply;
+  4. the image as each API sends it (Anthropic base64 block, Responses input_image) gets the
+     same reply as the chat route's image_url.
+Usage: image_cache_e2e.py QMLX_BINARY WORK_DIR
+"""
+import base64
+import http.client
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from e2e_support import fail, free_port, wait_healthy  # noqa: E402
+
+QMLX, WORK = sys.argv[1], sys.argv[2]
+KEY = "image-key"
+
+
+def png(width, height, seed):
+    """An RGB PNG of deterministic noise, written with zlib alone."""
+    rows = bytearray()
+    state = seed
+    for _ in range(height):
+        rows.append(0)
+        for _ in range(width * 3):
+            state = (state * 1103515245 + 12345) & 0x7FFFFFFF
+            rows.append(state >> 23)
+
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(bytes(rows)))
+            + chunk(b"IEND", b""))
+
+
+IMAGE_A = base64.b64encode(png(96, 64, 1)).decode()
+IMAGE_B = base64.b64encode(png(96, 64, 2)).decode()
+SYSTEM = "You are a coding agent. Look at screenshots carefully. " * 12
+
+
+def chat_messages(image, turn, reply1=None):
+    messages = [{"role": "system", "content": SYSTEM},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "What does this screenshot show?"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64," + image}}]}]
+    if turn == 2:
+        messages += [{"role": "assistant", "content": reply1},
+                     {"role": "user", "content": "And what should I click next?"}]
+    return messages
+
+
+class Server:
+    def __init__(self, name, cache):
+        self.name = name
+        self.port, self.metrics_port = free_port(), free_port()
+        self.log_path = os.path.join(WORK, name + ".log")
+        config = os.path.join(WORK, name + ".json")
+        with open(config, "w") as f:
+            json.dump({"cache": cache}, f)
+        self.log = open(self.log_path, "a")
+        self.process = subprocess.Popen(
+            [QMLX, "serve", "--model", MODEL, "--port", str(self.port), "--metrics-port",
+             str(self.metrics_port), "--api-key", KEY, "--cache-config", config],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        wait_healthy(self.port, self.process, self.log_path)
+
+    def post(self, path, body):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
+        conn.request("POST", path, json.dumps(body),
+                     {"Content-Type": "application/json", "Authorization": "Bearer " + KEY,
+                      "x-api-key": KEY, "anthropic-version": "2023-06-01"})
+        response = conn.getresponse()
+        data = json.loads(response.read().decode() or "null")
+        conn.close()
+        if response.status != 200:
+            fail("%s %s: %d %s" % (self.name, path, response.status, data))
+        return data
+
+    def chat(self, messages):
+        """(reply text, cached tokens)"""
+        d = self.post("/v1/chat/completions",
+                      {"messages": messages, "max_tokens": 10, "temperature": 0})
+        message = d["choices"][0]["message"]
+        text = (message.get("reasoning_content") or "") + "|" + (message.get("content") or "")
+        return text, d["usage"]["prompt_tokens_details"]["cached_tokens"]
+
+    def last_log_line(self):
+        self.log.flush()
+        with open(self.log_path) as f:
+            lines = [l for l in f if re.search(r"uid=\d+ (HIT|MISS)", l)]
+        return lines[-1] if lines else ""
+
+    def stop(self):
+        self.process.terminate()
+        if self.process.wait(timeout=60) != 0:
+            fail(self.name + " did not exit 0 on SIGTERM")
+        self.log.close()
+
+
+def log_field(line, name):
+    m = re.search(r"\b%s=([^ ]+)" % name, line)
+    if not m:
+        fail("no %s= in the log line: %s" % (name, line))
+    return m.group(1)
+
+
+shutil.rmtree(WORK, ignore_errors=True)
+os.makedirs(WORK)
+MODEL = os.path.join(WORK, "model")
+subprocess.run([QMLX, "make-model", "--out", MODEL, "--arch", "qwen3_5", "--vision", "--seed",
+                "7"], check=True, capture_output=True)
+
+# 1. Cold references.
+cold = Server("cold", {"memory_prefix_cache": False, "disk_kv_cache": False})
+cold1, _ = cold.chat(chat_messages(IMAGE_A, 1))
+cold2, _ = cold.chat(chat_messages(IMAGE_A, 2, cold1))
+cold2b, _ = cold.chat(chat_messages(IMAGE_B, 2, cold1))
+line = cold.last_log_line()
+if log_field(line, "images") != "1" or log_field(line, "images_encoded") != "1":
+    fail("a cold request with one image must encode it: " + line)
+cold.stop()
+print("ok cold references (image A and image B give %s replies)" %
+      ("different" if cold2 != cold2b else "the same"))
+
+# 2. The cached server.
+disk = os.path.join(WORK, "disk")
+warm_cache = {"disk_cache_dir": disk, "chunk_tokens": 32, "fsync": False}
+warm = Server("warm", warm_cache)
+text, cached = warm.chat(chat_messages(IMAGE_A, 1))
+if text != cold1:
+    fail("turn 1 differs from cold: %r vs %r" % (text, cold1))
+text, cached = warm.chat(chat_messages(IMAGE_A, 2, cold1))
+line = warm.last_log_line()
+if text != cold2:
+    fail("warm turn 2 differs from cold: %r vs %r" % (text, cold2))
+prompt = int(log_field(line, "prompt"))
+if cached <= 0:
+    fail("turn 2 did not hit: " + line)
+if log_field(line, "images_encoded") != "0":
+    fail("turn 2 encoded its image again (restored past it, or kept from turn 1): " + line)
+print("ok warm turn 2: HIT %d of %d tokens, cold reply, image not encoded again" % (cached, prompt))
+
+text, cached_b = warm.chat(chat_messages(IMAGE_B, 2, cold1))
+line = warm.last_log_line()
+if text != cold2b:
+    fail("turn 2 with image B differs from its cold reply: %r vs %r" % (text, cold2b))
+if log_field(line, "images_encoded") != "1":
+    fail("image B was not encoded: " + line)
+if cached_b >= cached:
+    fail("image B restored as deep as image A (%d >= %d): the image is not in the cache key"
+         % (cached_b, cached))
+print("ok image B in A's place: restored only %d tokens (before the image), cold reply" % cached_b)
+
+other = [{"role": "user", "content": [
+    {"type": "image_url", "image_url": {"url": "data:image/png;base64," + IMAGE_A}},
+    {"type": "text", "text": "Describe it in one word."}]}]
+warm.chat(other)
+line = warm.last_log_line()
+if log_field(line, "images_encoded") != "0":
+    fail("image A in a new conversation was encoded again: " + line)
+print("ok the same image in a new conversation: encoder output reused")
+
+# 4. The other APIs' image forms (the same pixels, the same prompt): the same reply.
+anthropic = warm.post("/v1/messages", {
+    "model": "m", "max_tokens": 10, "temperature": 0, "system": SYSTEM,
+    "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "What does this screenshot show?"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                     "data": IMAGE_A}}]}]})
+if not any(block.get("type") in ("text", "thinking") for block in anthropic["content"]):
+    fail("anthropic image request gave no text: %s" % anthropic)
+responses = warm.post("/v1/responses", {
+    "max_output_tokens": 10, "temperature": 0, "instructions": SYSTEM,
+    "input": [{"role": "user", "content": [
+        {"type": "input_text", "text": "What does this screenshot show?"},
+        {"type": "input_image", "image_url": "data:image/png;base64," + IMAGE_A}]}]})
+if responses.get("status") not in ("completed", "incomplete"):
+    fail("responses image request: %s" % responses)
+print("ok Anthropic image block and Responses input_image answered")
+warm.stop()
+
+# 3. Restarted on its disk.
+again = Server("restarted", warm_cache)
+text, cached = again.chat(chat_messages(IMAGE_A, 2, cold1))
+line = again.last_log_line()
+if text != cold2:
+    fail("restarted turn 2 differs from cold: %r vs %r" % (text, cold2))
+if cached <= 0 or log_field(line, "tier") != "disk":
+    fail("restarted turn 2 did not hit the disk: " + line)
+again.stop()
+print("ok restarted: turn 2 HIT %d tokens from disk, cold reply" % cached)
+print("PASS image cache e2e")
