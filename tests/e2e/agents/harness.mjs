@@ -10,13 +10,13 @@ import net from "node:net";
 import path from "node:path";
 
 // `qmlx make-model --script` with the client's tool call as the main script and a final answer
-// for every prompt that carries a tool result.
-export function makeScriptedModel(qmlx, dir, script, afterTool) {
+// for every prompt that carries a tool result (`extraArgs`: more make-model flags, --vision).
+export function makeScriptedModel(qmlx, dir, script, afterTool, extraArgs = []) {
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   fs.writeFileSync(`${dir}.script.txt`, script);
   fs.writeFileSync(`${dir}.after-tool.txt`, afterTool);
   execFileSync(qmlx, ["make-model", "--out", dir, "--arch", "qwen3_5", "--script",
-    `${dir}.script.txt`, "--script-after-tool", `${dir}.after-tool.txt`],
+    `${dir}.script.txt`, "--script-after-tool", `${dir}.after-tool.txt`, ...extraArgs],
   { stdio: ["ignore", "ignore", "inherit"] });
 }
 
