@@ -25,6 +25,7 @@ struct ShapeFlags {
   std::optional<bool> tie;
   bool mtp = false;
   bool vision = false;
+  std::string vision_shape;
 };
 
 void add_shape_flags(CLI::App& app, ShapeFlags& f) {
@@ -52,6 +53,10 @@ void add_shape_flags(CLI::App& app, ShapeFlags& f) {
   app.add_flag("--vision", f.vision,
                "add a tiny random vision tower (model.visual.*, Hugging Face layout; Qwen3.5) "
                "and its vision_config");
+  app.add_option("--vision-shape", f.vision_shape,
+                 "with --vision: a real checkpoint's tower shape and preprocessor bounds instead "
+                 "of the tiny one (qwen3.5-35b-a3b: about 0.8 GB in BF16, the default --dtype "
+                 "then; the language model keeps its own shape)");
 }
 
 void apply_shape_flags(const ShapeFlags& f, ModelShape& s) {
@@ -77,6 +82,10 @@ void apply_shape_flags(const ShapeFlags& f, ModelShape& s) {
   if (f.tie) s.tie = *f.tie;
   if (f.mtp) s.mtp = true;
   if (f.vision) s.vision = true;
+  if (!f.vision_shape.empty()) {
+    if (!s.vision) throw Error("--vision-shape needs --vision");
+    s.vision_tower = vision_shape_preset(f.vision_shape);
+  }
 }
 
 std::string read_text_file(const std::string& path, const std::string& flag) {
@@ -150,6 +159,9 @@ int run_make_model(int argc, char** argv) {
   }
   if (!dtype.empty()) {
     options.dtype = parse_float_dtype(dtype);
+  } else if (!shape_flags.vision_shape.empty()) {
+    // A real tower in f32 would be 1.6 GB and read twice the bytes its checkpoint does.
+    options.dtype = TensorDType::kBF16;
   } else if (preset.empty()) {
     options.dtype = options.layout == Layout::kMLX ? TensorDType::kBF16 : TensorDType::kF32;
   }

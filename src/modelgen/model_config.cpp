@@ -70,8 +70,7 @@ void add_moe_fields(const ModelShape& s, json& config) {
 // the real model's numbers, as a text-only conversion keeps them (no tower tensors follow).
 json vision_config(const ModelOptions& options) {
   const ModelShape& s = options.shape;
-  const VisionShape real{27, 1152, 16, 4304, 2304, 16, 2, 2, 3};
-  const VisionShape& v = s.vision ? s.vision_tower : real;
+  const VisionShape v = s.vision ? s.vision_tower : vision_shape_preset("qwen3.5-35b-a3b");
   return {{"model_type", options.arch == Arch::kQwen35Moe ? "qwen3_5_moe" : "qwen3_5"},
           {"depth", v.depth},
           {"hidden_size", v.hidden},
@@ -193,7 +192,6 @@ json generation_config_json(const SpecialIds& ids) {
 
 json preprocessor_config_json(const ModelOptions& options) {
   const VisionShape& v = options.shape.vision_tower;
-  const int factor = v.patch * v.merge;
   return {
       {"image_processor_type", "Qwen2VLImageProcessorFast"},
       {"do_resize", true},
@@ -206,10 +204,9 @@ json preprocessor_config_json(const ModelOptions& options) {
       {"patch_size", v.patch},
       {"temporal_patch_size", v.temporal_patch},
       {"merge_size", v.merge},
-      // Small bounds: a generated model's images are a few merged tokens a side.
-      {"min_pixels", 4 * factor * factor},
-      {"max_pixels", 64 * factor * factor},
-      {"size", {{"shortest_edge", 4 * factor * factor}, {"longest_edge", 64 * factor * factor}}}};
+      {"min_pixels", v.min_pixels},
+      {"max_pixels", v.max_pixels},
+      {"size", {{"shortest_edge", v.min_pixels}, {"longest_edge", v.max_pixels}}}};
 }
 
 }  // namespace qmlx::modelgen

@@ -91,6 +91,13 @@ ModelOptions preset_options(const std::string& name) {
   return options;
 }
 
+VisionShape vision_shape_preset(const std::string& name) {
+  if (name != "qwen3.5-35b-a3b")
+    throw Error("unknown --vision-shape '" + name + "' (known: qwen3.5-35b-a3b)");
+  // Qwen3.5-35B-A3B's config.json vision_config and preprocessor_config.json.
+  return {27, 1152, 16, 4304, 2304, 16, 2, 2, 3, 65536, 16777216};
+}
+
 namespace {
 
 void require(bool condition, const std::string& message) {

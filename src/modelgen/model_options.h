@@ -28,10 +28,11 @@ bool has_moe(Arch arch);
 // Qwen3.5 and Qwen3-Next store norms as (1 + w); Qwen3 stores w.
 bool has_zero_centred_norms(Arch arch);
 
-// The vision tower of a Qwen3.5 checkpoint (config.json's vision_config). The defaults are
-// tiny; the patch geometry is the real one (16 x 16 patches, 2 temporal copies, 2 x 2 merge),
-// so src/image's pixel_values feed it. A 6 x 6 position grid is both smaller and larger than
-// test images' grids, so its interpolation both shrinks and stretches.
+// The vision tower of a Qwen3.5 checkpoint (config.json's vision_config) and the pixel bounds
+// of its preprocessor_config.json. The defaults are tiny; the patch geometry is the real one
+// (16 x 16 patches, 2 temporal copies, 2 x 2 merge), so src/image's pixel_values feed it. A
+// 6 x 6 position grid is both smaller and larger than test images' grids, so its interpolation
+// both shrinks and stretches.
 struct VisionShape {
   int depth = 2;
   int hidden = 32;
@@ -42,7 +43,16 @@ struct VisionShape {
   int temporal_patch = 2;
   int merge = 2;
   int in_channels = 3;
+  // smart_resize's bounds: small, so a generated model's images are a few merged tokens a
+  // side (4 and 64 merged tokens of 32 x 32 pixels).
+  int64_t min_pixels = 4 * 32 * 32;
+  int64_t max_pixels = 64 * 32 * 32;
 };
+
+// A real checkpoint's tower and preprocessor bounds by name ("qwen3.5-35b-a3b": 27 blocks,
+// width 1152, 16 heads, MLP 4304, a 48 x 48 position grid, 65,536 to 16,777,216 pixels);
+// throws qmlx::Error for an unknown name.
+VisionShape vision_shape_preset(const std::string& name);
 
 struct ModelShape {
   int hidden = 64;

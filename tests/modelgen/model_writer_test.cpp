@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "modelgen/byte_level.h"
 #include "modelgen/gguf_model_writer.h"
+#include "modelgen/model_config.h"
 #include "modelgen/script_model.h"
 
 namespace qmlx::modelgen {
@@ -141,6 +142,28 @@ TEST_F(ModelWriterTest, VisionModelsCarryImageTokensSectionsAndPreprocessorConfi
   EXPECT_EQ(pre["merge_size"], 2);
   EXPECT_EQ(pre["image_mean"], nlohmann::json({0.5, 0.5, 0.5}));
   EXPECT_LT(pre["min_pixels"].get<int>(), pre["max_pixels"].get<int>());
+}
+
+// --vision-shape qwen3.5-35b-a3b: the real tower's config and the processor's real pixel
+// bounds (a 1920 x 1080 screenshot becomes 8,160 patches), the language model's width kept as
+// the merger's output. The files themselves (0.8 GB) are left to bench/vision.
+TEST(VisionShapePreset, RealTowerConfigAndPreprocessorBounds) {
+  ModelOptions options;
+  options.arch = Arch::kQwen35Moe;
+  options.shape.vision = true;
+  options.shape.vision_tower = vision_shape_preset("qwen3.5-35b-a3b");
+  const auto vision = model_config_json(options, SpecialIds{}, nullptr)["vision_config"];
+  EXPECT_EQ(vision["depth"], 27);
+  EXPECT_EQ(vision["hidden_size"], 1152);
+  EXPECT_EQ(vision["num_heads"], 16);
+  EXPECT_EQ(vision["intermediate_size"], 4304);
+  EXPECT_EQ(vision["num_position_embeddings"], 2304);
+  EXPECT_EQ(vision["out_hidden_size"], options.shape.hidden);
+  const auto pre = preprocessor_config_json(options);
+  EXPECT_EQ(pre["min_pixels"], 65536);
+  EXPECT_EQ(pre["max_pixels"], 16777216);
+  EXPECT_EQ(pre["size"]["longest_edge"], 16777216);
+  EXPECT_THROW(vision_shape_preset("qwen3.5-9000b"), Error);
 }
 
 TEST_F(ModelWriterTest, TokenizerHasBytesMergesAndQwenSpecials) {
