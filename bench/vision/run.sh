@@ -29,7 +29,7 @@ qmlx="$build/bin/qmlx"
 # 1. The machine: rates on a shared 2-core machine mean little without its load beside them.
 cpu=$(lscpu | sed -n 's/^Model name: *//p')
 avx512=$(grep -o -w 'avx512f\|avx512_bf16\|avx512_vnni' /proc/cpuinfo | sort -u | tr '\n' ' ')
-echo "# $(date -u +%FT%TZ) commit $(git -C "$root" rev-parse --short HEAD), $cpu, $(nproc) cores," \
+echo "# $(date -u +%FT%TZ) commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown), $cpu, $(nproc) cores," \
   "AVX-512: ${avx512:-none}, load average $(cut -d' ' -f1-3 /proc/loadavg), smoke=$smoke"
 
 # 2. The encoder alone.

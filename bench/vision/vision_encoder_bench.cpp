@@ -5,7 +5,7 @@
 // divided by this machine's measured rate for one dense BF16 matmul of the tower's MLP shape,
 // [patches x 1152] x [1152 x 4304], through the same kernel the encoder's projections take
 // (matmul_biased). One block's pieces are timed on their own too, so the table says whether
-// attention (quadratic in the patches) or the projections take the time.
+// attention (quadratic in the patches), the projections or the GELUs take the time.
 //
 // Per image: smart_resize with Qwen3.5's preprocessor bounds (65,536 to 16,777,216 pixels,
 // factor 32) gives the grid the processor would; the pixel_values rows are random (the
@@ -32,6 +32,7 @@
 
 #include "base/thread_pool.h"
 #include "image/smart_resize.h"
+#include "kernels/activations.h"
 #include "kernels/biased_matmul.h"
 #include "kernels/bidirectional_attention.h"
 #include "kernels/scalar_type.h"
@@ -169,9 +170,10 @@ Flops encoder_flops(const VisionConfig& c, const PatchGrid& g) {
 // One block's pieces timed alone on random activations (best of `runs`), seconds for the
 // whole tower: the block's times times the depth, plus the patch embedding and the merger.
 struct PartTimes {
-  double attention = 0;      // bidirectional_attention only (QK^T, softmax, PV)
-  double projections = 0;    // every Linear: qkv, proj, fc1, fc2, patch embed, merger
-  double matmul_rate = 0;    // FLOP/s of fc1 alone: the roofline's rate
+  double attention = 0;    // bidirectional_attention only (QK^T, softmax, PV)
+  double projections = 0;  // every Linear: qkv, proj, fc1, fc2, patch embed, merger
+  double gelu = 0;         // the MLP's tanh GELU over [N][I] and the merger's erf GELU
+  double matmul_rate = 0;  // FLOP/s of fc1 alone: the roofline's rate
 };
 
 double time_linear(const BiasedLinear& l, int T, int runs, std::vector<float>& y) {
@@ -186,9 +188,8 @@ PartTimes time_parts(const VisionWeights& w, const PatchGrid& g, int runs) {
   const VisionBlockWeights& b = w.blocks.front();
   std::vector<float> y;
   const double fc1 = time_linear(b.fc1, N, runs, y);
-  const double block_linears =
-      time_linear(b.qkv, N, runs, y) + time_linear(b.proj, N, runs, y) + fc1 +
-      time_linear(b.fc2, N, runs, y);
+  const double block_linears = time_linear(b.qkv, N, runs, y) + time_linear(b.proj, N, runs, y) +
+                               fc1 + time_linear(b.fc2, N, runs, y);
   const int tokens = N / c.merge_unit();
   const double once = time_linear(w.patch_embed, N, runs, y) +
                       time_linear(w.merger_fc1, tokens, runs, y) +
@@ -204,8 +205,21 @@ PartTimes time_parts(const VisionWeights& w, const PatchGrid& g, int runs) {
       bidirectional_attention(shape, q, q + H, q + 2 * H, &out[size_t(f) * frame * H]);
     }
   });
+  // The activations, on the values the projections would give them (random: any finite
+  // values cost the same).
+  std::vector<float> u = random_floats(11, size_t(N) * c.intermediate_size, 3.f);
+  const double gelu_block = best_seconds(runs, [&] {
+    if (c.mlp_gelu_tanh) {
+      gelu_tanh_in_place(u.data(), u.size());
+    } else {
+      gelu_erf_in_place(u.data(), u.size());
+    }
+  });
+  u.resize(size_t(tokens) * w.merger_fc1.weight.rows);
+  const double gelu_merger = best_seconds(runs, [&] { gelu_erf_in_place(u.data(), u.size()); });
   PartTimes p;
   p.attention = attention * c.depth;
+  p.gelu = gelu_block * c.depth + gelu_merger;
   p.projections = block_linears * c.depth + once;
   p.matmul_rate = 2.0 * N * H * c.intermediate_size / fc1;
   return p;
@@ -257,14 +271,14 @@ int main(int argc, char** argv) {
     } else if (arg == "--smoke") {
       smoke = true;
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--sizes WxH,...] [--repeat N] [--threads T] [--smoke]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--sizes WxH,...] [--repeat N] [--threads T] [--smoke]\n",
+                   argv[0]);
       return 2;
     }
   }
   if (threads > 0) set_default_threads(threads);
 
-  VisionConfig config;         // the real tower's shape
+  VisionConfig config;            // the real tower's shape
   config.out_hidden_size = 2048;  // Qwen3.5-35B-A3B's language model width
   if (smoke) {
     config.depth = 2;
@@ -286,9 +300,10 @@ int main(int argc, char** argv) {
                config.out_hidden_size, seconds_since(build_start));
 
   std::printf(
-      "| image | grid (patches) | tokens | runs | encode s (median) | CPU s | GFLOP | GFLOP/s | matmul "
+      "| image | grid (patches) | tokens | runs | encode s (median) | CPU s | GFLOP | GFLOP/s | "
+      "matmul "
       "GFLOP/s | roofline s | of roofline | attention s (GFLOP/s) | projections s (GFLOP/s) | "
-      "other s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "GELU s | other s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<std::string> json;
   for (const Size& size : parse_sizes(sizes_text)) {
     const image::ResizedSize r =
@@ -315,24 +330,27 @@ int main(int argc, char** argv) {
     const PartTimes parts = time_parts(tower.weights(), grid, 3);
     const Flops f = encoder_flops(config, grid);
     const double roofline = f.total() / parts.matmul_rate;
-    const double other = seconds - parts.attention - parts.projections;
+    const double other = seconds - parts.attention - parts.projections - parts.gelu;
     std::printf(
-        "| %dx%d (to %dx%d) | %dx%d (%d) | %d | %d | %.3g | %.3g | %.1f | %.1f | %.1f | %.3g | %.0f%% | "
-        "%.3g (%.1f) | %.3g (%.1f) | %.3g |\n",
+        "| %dx%d (to %dx%d) | %dx%d (%d) | %d | %d | %.3g | %.3g | %.1f | %.1f | %.1f | %.3g | "
+        "%.0f%% | "
+        "%.3g (%.1f) | %.3g (%.1f) | %.3g | %.3g |\n",
         size.width, size.height, r.width, r.height, grid.h, grid.w, N, tokens, runs, seconds,
-        cpu_seconds,        f.total() / 1e9, f.total() / seconds / 1e9, parts.matmul_rate / 1e9, roofline,
+        cpu_seconds, f.total() / 1e9, f.total() / seconds / 1e9, parts.matmul_rate / 1e9, roofline,
         100 * roofline / seconds, parts.attention, f.attention / parts.attention / 1e9,
-        parts.projections, f.projections() / parts.projections / 1e9, other);
+        parts.projections, f.projections() / parts.projections / 1e9, parts.gelu, other);
     std::fflush(stdout);
     char line[1024];
     std::snprintf(line, sizeof line,
                   "{\"width\": %d, \"height\": %d, \"resized\": [%d, %d], \"patches\": %d, "
-                  "\"tokens\": %d, \"runs\": %d, \"encode_s\": %.4f, \"encode_cpu_s\": %.4f, \"gflop\": %.2f, "
+                  "\"tokens\": %d, \"runs\": %d, \"encode_s\": %.4f, \"encode_cpu_s\": %.4f, "
+                  "\"gflop\": %.2f, "
                   "\"attention_gflop\": %.2f, \"matmul_gflops\": %.2f, \"roofline_s\": %.4f, "
-                  "\"attention_s\": %.4f, \"projections_s\": %.4f, \"threads\": %d}",
-                  size.width, size.height, r.width, r.height, N, tokens, runs, seconds,
-                  cpu_seconds, f.total() / 1e9, f.attention / 1e9, parts.matmul_rate / 1e9, roofline,
-                  parts.attention, parts.projections, default_threads());
+                  "\"attention_s\": %.4f, \"projections_s\": %.4f, \"gelu_s\": %.4f, "
+                  "\"threads\": %d}",
+                  size.width, size.height, r.width, r.height, N, tokens, runs, seconds, cpu_seconds,
+                  f.total() / 1e9, f.attention / 1e9, parts.matmul_rate / 1e9, roofline,
+                  parts.attention, parts.projections, parts.gelu, default_threads());
     json.emplace_back(line);
   }
   for (const std::string& line : json) std::printf("json: %s\n", line.c_str());

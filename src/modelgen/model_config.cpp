@@ -192,21 +192,20 @@ json generation_config_json(const SpecialIds& ids) {
 
 json preprocessor_config_json(const ModelOptions& options) {
   const VisionShape& v = options.shape.vision_tower;
-  return {
-      {"image_processor_type", "Qwen2VLImageProcessorFast"},
-      {"do_resize", true},
-      {"do_rescale", true},
-      {"rescale_factor", 1.0 / 255},
-      {"do_normalize", true},
-      {"do_convert_rgb", true},
-      {"image_mean", {0.5, 0.5, 0.5}},
-      {"image_std", {0.5, 0.5, 0.5}},
-      {"patch_size", v.patch},
-      {"temporal_patch_size", v.temporal_patch},
-      {"merge_size", v.merge},
-      {"min_pixels", v.min_pixels},
-      {"max_pixels", v.max_pixels},
-      {"size", {{"shortest_edge", v.min_pixels}, {"longest_edge", v.max_pixels}}}};
+  return {{"image_processor_type", "Qwen2VLImageProcessorFast"},
+          {"do_resize", true},
+          {"do_rescale", true},
+          {"rescale_factor", 1.0 / 255},
+          {"do_normalize", true},
+          {"do_convert_rgb", true},
+          {"image_mean", {0.5, 0.5, 0.5}},
+          {"image_std", {0.5, 0.5, 0.5}},
+          {"patch_size", v.patch},
+          {"temporal_patch_size", v.temporal_patch},
+          {"merge_size", v.merge},
+          {"min_pixels", v.min_pixels},
+          {"max_pixels", v.max_pixels},
+          {"size", {{"shortest_edge", v.min_pixels}, {"longest_edge", v.max_pixels}}}};
 }
 
 }  // namespace qmlx::modelgen
