@@ -319,7 +319,7 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-image-pixels", options.max_image_pixels,
                  "Largest image accepted, in pixels (width x height; more gets 400), and the "
-                 "most the vision tower is given (a smaller image is not enlarged past it). "
+                 "most the vision tower is given (the resize's max_pixels). "
                  "Below the checkpoint's own 16.7 Mpx because encoding time grows with the "
                  "square of the pixels: a 4K screenshot (8.3 Mpx) passes, a 4096 x 4096 image "
                  "would take minutes to encode on a CPU")
