@@ -21,6 +21,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -60,9 +61,20 @@ def chat_messages(image, turn, reply1=None):
                     {"type": "text", "text": "What does this screenshot show?"},
                     {"type": "image_url", "image_url": {"url": "data:image/png;base64," + image}}]}]
     if turn == 2:
-        messages += [{"role": "assistant", "content": reply1},
+        messages += [{"role": "assistant", "content": reply1.content},
                      {"role": "user", "content": "And what should I click next?"}]
     return messages
+
+
+class Reply:
+    def __init__(self, content, key):
+        self.content, self.key = content, key
+
+    def __eq__(self, other):
+        return self.key == other.key
+
+    def __repr__(self):
+        return self.key[:200]
 
 
 class Server:
@@ -87,24 +99,36 @@ class Server:
                       "x-api-key": KEY, "anthropic-version": "2023-06-01"})
         response = conn.getresponse()
         data = json.loads(response.read().decode() or "null")
+        self.last_uid = response.getheader("X-Request-Id")
         conn.close()
         if response.status != 200:
             fail("%s %s: %d %s" % (self.name, path, response.status, data))
         return data
 
     def chat(self, messages):
-        """(reply text, cached tokens)"""
+        """(reply, cached tokens); the reply's `key` adds every token's logprobs to its text,
+        so warm == cold checks the logits' bits, not only the greedy tokens a tiny model
+        repeats."""
         d = self.post("/v1/chat/completions",
-                      {"messages": messages, "max_tokens": 10, "temperature": 0})
-        message = d["choices"][0]["message"]
+                      {"messages": messages, "max_tokens": 10, "temperature": 0,
+                       "logprobs": True, "top_logprobs": 3})
+        choice = d["choices"][0]
+        message = choice["message"]
         text = (message.get("reasoning_content") or "") + "|" + (message.get("content") or "")
-        return text, d["usage"]["prompt_tokens_details"]["cached_tokens"]
+        return Reply(message.get("content") or message.get("reasoning_content") or "",
+                     text + "|" + json.dumps(choice.get("logprobs"), sort_keys=True)), \
+            d["usage"]["prompt_tokens_details"]["cached_tokens"]
 
     def last_log_line(self):
-        self.log.flush()
-        with open(self.log_path) as f:
-            lines = [l for l in f if re.search(r"uid=\d+ (HIT|MISS)", l)]
-        return lines[-1] if lines else ""
+        """The log line of the last request (written as its response ends: waited for)."""
+        pattern = re.compile(r"\buid=%s (HIT|MISS)" % re.escape(self.last_uid or "?"))
+        for _ in range(100):
+            with open(self.log_path) as f:
+                lines = [l for l in f if pattern.search(l)]
+            if lines:
+                return lines[-1]
+            time.sleep(0.05)
+        fail("%s: no log line for uid %s" % (self.name, self.last_uid))
 
     def stop(self):
         self.process.terminate()
@@ -135,8 +159,9 @@ line = cold.last_log_line()
 if log_field(line, "images") != "1" or log_field(line, "images_encoded") != "1":
     fail("a cold request with one image must encode it: " + line)
 cold.stop()
-print("ok cold references (image A and image B give %s replies)" %
-      ("different" if cold2 != cold2b else "the same"))
+if cold2 == cold2b:
+    fail("image A and image B give the same logits: the image does not reach the model")
+print("ok cold references (image A and image B give different logits)")
 
 # 2. The cached server.
 disk = os.path.join(WORK, "disk")
