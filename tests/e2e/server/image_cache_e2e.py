@@ -8,8 +8,8 @@ model with a vision tower (make-model --vision), temperature 0:
      cold reply; the same image in a new conversation is not encoded again (the encoder-output
      cache); every log line says images= and images_encoded=;
   3. the cached server restarted on its disk: turn 2 HITs from the disk with the cold reply;
-  4. the image as each API sends it (Anthropic base64 block, Responses input_image) gets the
-     same reply as the chat route's image_url.
+  4. the image as each API sends it (Anthropic base64 block, Responses input_image) is read;
+  5. MTP drafting after an image gives plain decoding's tokens and logits.
 Usage: image_cache_e2e.py QMLX_BINARY WORK_DIR
 """
 import base64
@@ -78,7 +78,7 @@ class Reply:
 
 
 class Server:
-    def __init__(self, name, cache):
+    def __init__(self, name, cache, extra=()):
         self.name = name
         self.port, self.metrics_port = free_port(), free_port()
         self.log_path = os.path.join(WORK, name + ".log")
@@ -88,7 +88,7 @@ class Server:
         self.log = open(self.log_path, "a")
         self.process = subprocess.Popen(
             [QMLX, "serve", "--model", MODEL, "--port", str(self.port), "--metrics-port",
-             str(self.metrics_port), "--api-key", KEY, "--cache-config", config],
+             str(self.metrics_port), "--api-key", KEY, "--cache-config", config, *extra],
             stdout=self.log, stderr=subprocess.STDOUT)
         wait_healthy(self.port, self.process, self.log_path)
 
@@ -147,8 +147,8 @@ def log_field(line, name):
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
 MODEL = os.path.join(WORK, "model")
-subprocess.run([QMLX, "make-model", "--out", MODEL, "--arch", "qwen3_5", "--vision", "--seed",
-                "7"], check=True, capture_output=True)
+subprocess.run([QMLX, "make-model", "--out", MODEL, "--arch", "qwen3_5", "--vision", "--mtp",
+                "--seed", "7"], check=True, capture_output=True)
 
 # 1. Cold references.
 cold = Server("cold", {"memory_prefix_cache": False, "disk_kv_cache": False})
@@ -230,4 +230,16 @@ if cached <= 0 or log_field(line, "tier") != "disk":
     fail("restarted turn 2 did not hit the disk: " + line)
 again.stop()
 print("ok restarted: turn 2 HIT %d tokens from disk, cold reply" % cached)
+
+# 5. MTP drafting after an image: the same tokens and logits as plain decoding, cache on.
+spec = Server("speculative", warm_cache, ("--speculative", "mtp:2", "--parallel", "1"))
+text, cached = spec.chat(chat_messages(IMAGE_B, 2, cold1))
+line = spec.last_log_line()
+if text != cold2b:
+    fail("MTP drafting after image B differs from plain decoding: %r vs %r" % (text, cold2b))
+if "spec_accept=" not in line:
+    fail("no drafts were checked: " + line)
+spec.stop()
+print("ok MTP drafting after an image: plain decoding's tokens and logits (%s)" %
+      log_field(line, "spec_accept"))
 print("PASS image cache e2e")
