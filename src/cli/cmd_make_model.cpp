@@ -141,6 +141,7 @@ int run_make_model(int argc, char** argv) {
     ScriptModelOptions options;
     options.template_arch = parse_arch(template_arch.empty() ? arch : template_arch);
     options.mtp = shape_flags.mtp;
+    options.vision = shape_flags.vision;
     options.omit_tensors = omit_tensors;
     if (!script_after_tool.empty()) {
       options.script_after_tool = read_text_file(script_after_tool, "--script-after-tool");

@@ -46,8 +46,8 @@ struct RaggedRows {
 
 // Builds the rows of `sequences` (each with count, kind and state set, prompt ones first):
 // first rows, positions (the states' positions), rope_delta_after and, when rotary_dim > 0,
-// RoPE angles (M-RoPE where a row is in an image or the state's rope_delta is not 0). Throws
-// qmlx::Error when an image row needs M-RoPE the config does not have.
+// RoPE angles at each row's M-RoPE position (model/image_rows.h). Throws qmlx::Error when an
+// image row needs M-RoPE the config does not have.
 RaggedRows ragged_rows(std::vector<SequenceRows> sequences, const ModelConfig& c);
 
 // `slot`: which of each sequence's per-layer states the layer uses (state->kv[slot] for an

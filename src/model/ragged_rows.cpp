@@ -11,9 +11,7 @@ namespace {
 RopeAngles angles_at(const RopePosition& p, const ModelConfig& c) {
   if (p.t == p.h && p.h == p.w) return rope_angles(p.t, c.rotary_dim, c.rope_theta);
   if (c.mrope_section.empty())
-    throw Error(
-        "an image row needs multimodal RoPE, and the model's config has no "
-        "mrope_section");
+    throw Error("an image row needs M-RoPE, and the model's config has no mrope_section");
   return mrope_angles(p.t, p.h, p.w, c.rotary_dim, c.rope_theta, c.mrope_section,
                       c.mrope_interleaved);
 }

@@ -10,6 +10,7 @@
 #include "modelgen/chat_template.h"
 #include "modelgen/logical_model.h"
 #include "modelgen/model_writer.h"
+#include "modelgen/random_weights.h"
 #include "modelgen/tokenizer_files.h"
 
 namespace qmlx::modelgen {
@@ -446,6 +447,20 @@ ModelShape script_shape(const Dims& dims, const ScriptTokens& tokens, const Scri
   return s;
 }
 
+// The random tower of a model of this shape, its last projection zeroed (ScriptModelOptions).
+void add_silent_vision_tower(const ModelShape& shape, int used_vocab, LogicalModel& weights) {
+  const LogicalModel random = random_logical_model(Arch::kQwen35, shape, /*seed=*/1, used_vocab);
+  for (const auto& [name, tensor] : random.tensors()) {
+    if (name.rfind("visual.", 0) != 0) continue;
+    const bool silenced = name.rfind("visual.merger.linear_fc2.", 0) == 0;
+    const int64_t count = tensor.element_count();
+    weights.add(name, tensor.shape,
+                silenced ? std::function<std::vector<float>()>(
+                               [count] { return std::vector<float>(size_t(count), 0.0f); })
+                         : tensor.values);
+  }
+}
+
 }  // namespace
 
 std::vector<ScriptStep> split_script(const std::string& script) {
@@ -481,8 +496,10 @@ void write_script_model(const std::string& script, const ScriptModelOptions& opt
   model.dtype = TensorDType::kF32;
   model.shape = script_shape(dims, tokens, plan, vocabulary.size());
   model.shape.mtp = options.mtp;
+  model.shape.vision = options.vision;
   model.omit_tensors = options.omit_tensors;
-  const LogicalModel weights = ScriptWeights(tokens, plan, dims, model.shape).build();
+  LogicalModel weights = ScriptWeights(tokens, plan, dims, model.shape).build();
+  if (options.vision) add_silent_vision_tower(model.shape, vocabulary.size(), weights);
   write_model_folder(model, weights, vocabulary, chat_template_for(options.template_arch), out_dir);
 }
 

@@ -57,6 +57,10 @@ struct ScriptModelOptions {
   // Also write an MTP head (`mtp.*`) that predicts the token after next from the main model's
   // hidden state and the next token, by the same rules (speculative decoding's fixture).
   bool mtp = false;
+  // Also write a vision tower (`model.visual.*`, the tiny random one of make-model --vision)
+  // whose output rows are zero: an image reaches the model through every real path (decode,
+  // encode, pads, M-RoPE, the cache) and leaves the script as it is.
+  bool vision = false;
   // Stored tensor names to leave out (ModelOptions::omit_tensors).
   std::vector<std::string> omit_tensors;
 };

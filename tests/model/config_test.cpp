@@ -46,6 +46,33 @@ TEST(ConfigTest, Qwen3_5ReadsTextConfigRopeParametersAndQuantization) {
   EXPECT_EQ(c.quantization.global.group_size, 64);
 }
 
+TEST(ConfigTest, Qwen3_5ReadsMropeSectionsAndTheImageToken) {
+  json j = qwen3_5_config();
+  ModelConfig plain = ModelConfig::from_json(j, "config.json");
+  EXPECT_TRUE(plain.mrope_section.empty());
+  EXPECT_EQ(plain.image_token_id, -1);
+  json& rope = j["text_config"]["rope_parameters"];
+  rope["mrope_section"] = {11, 11, 10};
+  rope["mrope_interleaved"] = true;
+  j["image_token_id"] = 248056;
+  ModelConfig c = ModelConfig::from_json(j, "config.json");
+  EXPECT_EQ(c.mrope_section, (std::vector<int>{11, 11, 10}));
+  EXPECT_TRUE(c.mrope_interleaved);
+  EXPECT_EQ(c.image_token_id, 248056);
+  // Interleaved sections need not cover rotary_dim / 2 (transformers slices up to 3 x each);
+  // contiguous ones must, and malformed ones are refused.
+  rope["mrope_section"] = {24, 20, 20};
+  EXPECT_EQ(ModelConfig::from_json(j, "config.json").mrope_section.size(), 3u);
+  rope["mrope_interleaved"] = false;
+  EXPECT_THROW(ModelConfig::from_json(j, "config.json"), Error);
+  rope["mrope_section"] = {16, 8, 8};
+  EXPECT_FALSE(ModelConfig::from_json(j, "config.json").mrope_interleaved);
+  for (const json& bad : {json{11, 11}, json{11, -1, 22}, json("11,11,10")}) {
+    rope["mrope_section"] = bad;
+    EXPECT_THROW(ModelConfig::from_json(j, "config.json"), Error) << bad.dump();
+  }
+}
+
 TEST(ConfigTest, Qwen3_5VisionConfigTakesTransformersDefaultsAndRejectsBadShapes) {
   json j = qwen3_5_config();
   j["vision_config"] = {{"depth", 24}, {"hidden_size", 1024}, {"out_hidden_size", 2048}};

@@ -9,9 +9,9 @@
 namespace qmlx::server::testing {
 namespace {
 
-const std::vector<std::string> kSpecials = {"<|im_end|>",   "<|im_start|>", "<think>",
-                                            "</think>",     "<tool_call>",  "</tool_call>",
-                                            "<|endoftext|>"};
+const std::vector<std::string> kSpecials = {
+    "<|im_end|>",   "<|im_start|>",  "<think>",          "</think>",      "<tool_call>",
+    "</tool_call>", "<|endoftext|>", "<|vision_start|>", "<|image_pad|>", "<|vision_end|>"};
 
 class ByteTokenizer : public Tokenizer {
  public:
@@ -128,10 +128,13 @@ class ScriptSession : public InferenceSession {
 };
 
 // ChatML; no newline follows a block tag, so trim_blocks cannot change the output. With
-// chat_template_kwargs {"enable_thinking": true} the reply starts inside <think>.
+// chat_template_kwargs {"enable_thinking": true} the reply starts inside <think>. Content with
+// images (an array of parts) renders each image as Qwen3.5's template does.
 const char kTemplate[] =
     "{% for m in messages %}<|im_start|>{{ m.role }}\n"
-    "{% if m.content %}{{ m.content }}{% endif %}"
+    "{% if m.content is string %}{{ m.content }}{% elif m.content %}{% for p in m.content %}"
+    "{% if p.type == 'image' %}<|vision_start|><|image_pad|><|vision_end|>{% else %}{{ p.text }}"
+    "{% endif %}{% endfor %}{% endif %}"
     "{% if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>{{ c.function | tojson }}"
     "</tool_call>{% endfor %}{% endif %}<|im_end|>\n"
     "{% endfor %}"
@@ -152,15 +155,22 @@ std::shared_ptr<ModelRuntime> make_fake_runtime(const FakeModelOptions& options)
   runtime->tokenizer = tokenizer;
   runtime->stop_token_ids = {256, 262};
   runtime->tool_call_format = options.tool_call_format;
+  if (options.vision) {
+    runtime->vision_unavailable.clear();
+    runtime->image_pad_id = *tokenizer->token_id("<|image_pad|>");
+  }
   runtime->render_chat = [chat, tokenizer](const nlohmann::ordered_json& messages,
                                            const nlohmann::ordered_json& tools, bool add_gp,
                                            const nlohmann::ordered_json& kwargs) {
     ChatPrompt p =
         render_chat_prompt(*chat, *tokenizer, messages,
                            tools.empty() ? nlohmann::ordered_json(nullptr) : tools, add_gp, kwargs);
-    return RenderedPrompt{p.text, p.ids, static_cast<int64_t>(p.last_message_end),
+    return RenderedPrompt{p.text,
+                          p.ids,
+                          static_cast<int64_t>(p.last_message_end),
                           static_cast<int64_t>(p.last_user_start),
-                          std::vector<int64_t>(p.edit_points.begin(), p.edit_points.end())};
+                          std::vector<int64_t>(p.edit_points.begin(), p.edit_points.end()),
+                          {}};
   };
   std::vector<int32_t> script = tokenizer->encode(options.script, true);
   int32_t vocab = tokenizer->vocab_size();

@@ -22,6 +22,9 @@ struct FakeModelOptions {
   int decode_delay_ms = 0;
   int64_t context_length = 4096;
   ToolCallFormat tool_call_format = ToolCallFormat::kJson;  // how the output parser reads calls
+  // Reads images (the default: "the model has no vision tower"); the tokenizer has
+  // <|image_pad|> either way. Nothing encodes them: encode_images stays null.
+  bool vision = false;
 };
 
 std::shared_ptr<ModelRuntime> make_fake_runtime(const FakeModelOptions& options);

@@ -77,7 +77,7 @@ TEST(RequestParserTest, MissingAndMistypedFieldsAreNamed) {
         [{"type": "image_url", "image_url": {"url": "x"}}]}]})"),
                        d);
   });
-  EXPECT_EQ(image.param(), "messages[0].content[0].type");
+  EXPECT_EQ(image.param(), "messages[0].content[0]");  // a model without vision (the default)
 }
 
 TEST(RequestParserTest, CompletionPromptIsTextOrTokenIds) {
@@ -235,7 +235,7 @@ TEST(RequestParserTest, ToolReferenceLoadsADeferredToolWhereItIs) {
   EXPECT_EQ(error_of([&] { parse_messages_request(body, {}); }).status(), 400);
 }
 
-TEST(RequestParserTest, ImagesAndDocumentsAreRefusedByName) {
+TEST(RequestParserTest, ImagesWithoutVisionAndDocumentsAreRefusedByName) {
   auto body = claude_code_request();
   body["messages"][0]["content"].push_back(
       {{"type", "image"},
@@ -243,7 +243,9 @@ TEST(RequestParserTest, ImagesAndDocumentsAreRefusedByName) {
   ApiError e = error_of([&] { parse_messages_request(body, {}); });
   EXPECT_EQ(e.status(), 400);
   EXPECT_EQ(e.param(), "messages[0].content[2]");
-  EXPECT_NE(std::string(e.what()).find("an image block"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("is an image, and this model reads no images"),
+            std::string::npos)
+      << e.what();
   body = claude_code_request();
   body["messages"].push_back(ojson::parse(R"({"role": "assistant", "content": [
       {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]})"));

@@ -29,9 +29,12 @@ std::shared_ptr<ModelRuntime> qwen35_runtime() {
                                            const ojson& kwargs) {
     ChatPrompt p = render_chat_prompt(*chat, *tokenizer, messages,
                                       tools.empty() ? ojson(nullptr) : tools, add_gp, kwargs);
-    return RenderedPrompt{p.text, p.ids, static_cast<int64_t>(p.last_message_end),
+    return RenderedPrompt{p.text,
+                          p.ids,
+                          static_cast<int64_t>(p.last_message_end),
                           static_cast<int64_t>(p.last_user_start),
-                          std::vector<int64_t>(p.edit_points.begin(), p.edit_points.end())};
+                          std::vector<int64_t>(p.edit_points.begin(), p.edit_points.end()),
+                          {}};
   };
   return runtime;
 }

@@ -46,6 +46,10 @@ class Config:
         if partial is None:
             partial = 0.25 if self.model_type.startswith("qwen3_5") else 1.0
         self.rotary_dim = int(self.head_dim * partial)
+        # Multimodal RoPE (Qwen3.5): frequencies per T/H/W section, interleaved or contiguous.
+        self.mrope_section = rope.get("mrope_section")
+        self.mrope_interleaved = bool(rope.get("mrope_interleaved", False))
+        self.image_token_id = raw.get("image_token_id")
         self.hybrid = self.model_type != "qwen3"
         self.gated_attention = self.hybrid
         self.zero_centred = self.hybrid

@@ -1,7 +1,8 @@
 """The forward pass of Qwen3.5 / Qwen3-Next / Qwen3, written from the math (model-spec §3),
 in float64 numpy. A Model holds the per-sequence state (K/V, conv and SSM state), so a prompt
 can be prefilled in one call and generation continues token by token. MtpHead runs the
-multi-token-prediction head (`mtp.*`) with its own K/V.
+multi-token-prediction head (`mtp.*`) with its own K/V. Images (`Image`) take the place of
+their pad tokens' embeddings and move the positions as Qwen3-VL's get_rope_index does.
 """
 import numpy as np
 
@@ -22,11 +23,59 @@ def rms_norm(x, weight, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
 
 
-def rope(x, positions, rotary_dim, theta):
-    """Rotate-half RoPE on the first rotary_dim dims. x: [T, heads, D]."""
+class Image:
+    """An image in a sequence: its merged grid_h x grid_w pad tokens from row first_row on, and
+    what is fed there instead of the pads' embeddings ([grid_h * grid_w, hidden])."""
+
+    def __init__(self, first_row, grid_h, grid_w, embeddings):
+        self.first_row, self.grid_h, self.grid_w = first_row, grid_h, grid_w
+        self.embeddings = np.asarray(embeddings, dtype=np.float64)
+        self.end_row = first_row + grid_h * grid_w
+
+
+def mrope_positions(length, images):
+    """The (t, h, w) positions [3, length] of rows 0..length-1 (transformers' Qwen3-VL
+    get_rope_index, still images): a text run continues from the largest position so far + 1;
+    an image's pads start at that position p and take (p, p + row, p + column) of its grid."""
+    end = max([length] + [image.end_row for image in images])
+    positions = np.zeros((3, end), dtype=np.int64)
+    row, start = 0, 0
+    for image in sorted(images, key=lambda i: i.first_row):
+        text = image.first_row - row
+        positions[:, row:image.first_row] = start + np.arange(text)
+        start += text
+        h, w = np.meshgrid(np.arange(image.grid_h), np.arange(image.grid_w), indexing="ij")
+        block = slice(image.first_row, image.end_row)
+        positions[0, block] = start
+        positions[1, block] = start + h.reshape(-1)
+        positions[2, block] = start + w.reshape(-1)
+        start = positions[:, block].max() + 1
+        row = image.end_row
+    positions[:, row:] = start + np.arange(end - row)
+    return positions[:, :length]
+
+
+def rope(x, positions, rotary_dim, theta, sections=None, interleaved=False):
+    """Rotate-half RoPE on the first rotary_dim dims. x: [T, heads, D]. positions: [T], or the
+    M-RoPE [3, T] with `sections` (T, H, W frequency counts): interleaved as transformers'
+    apply_interleaved_mrope (H on frequencies 1, 4, 7, ... below 3 * sections[1], W on 2, 5, ...
+    below 3 * sections[2], T elsewhere), else contiguous."""
     half = rotary_dim // 2
     inv_freq = theta ** (-np.arange(half, dtype=np.float64) * 2.0 / rotary_dim)
-    angles = positions[:, None].astype(np.float64) * inv_freq[None, :]
+    positions = np.asarray(positions)
+    if positions.ndim == 1:
+        angles = positions[:, None].astype(np.float64) * inv_freq[None, :]
+    else:
+        per_axis = positions[:, :, None].astype(np.float64) * inv_freq[None, None, :]
+        angles = per_axis[0].copy()
+        if interleaved:
+            for axis in (1, 2):
+                chosen = slice(axis, 3 * sections[axis], 3)
+                angles[:, chosen] = per_axis[axis][:, chosen]
+        else:
+            t, h = sections[0], sections[1]
+            angles[:, t:t + h] = per_axis[1][:, t:t + h]
+            angles[:, t + h:] = per_axis[2][:, t + h:]
     cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
     a, b = x[..., :half], x[..., half:rotary_dim]
     out = x.copy()
@@ -88,6 +137,7 @@ class Model:
         self.kv = {}
         self.conv_state = {}
         self.ssm_state = {}
+        self.images = []  # the sequence's Images (absolute rows), set by the caller
 
     def p(self, layer, name):
         return self.w[f"layers.{layer}.{name}"]
@@ -96,14 +146,32 @@ class Model:
         """Feeds tokens after the current position; returns logits [T, vocab]. Keeps the
         final-normed hidden rows [T, H] (the MTP head's input) in self.hidden."""
         cfg = self.cfg
-        x = self.w["embed_tokens.weight"][np.asarray(tokens)]
-        positions = np.arange(self.position, self.position + len(tokens))
+        x = self.embed(tokens, self.position)
+        positions = self.positions(self.position, len(tokens))
         for layer in range(cfg.layers):
             x = self.decoder_layer(layer, cfg.layer_types[layer] == "full_attention",
                                    cfg.is_moe(layer), x, positions)
         self.position += len(tokens)
         self.hidden = rms_norm(x, self.w["norm.weight"], cfg.eps)
         return self.hidden @ self.w["lm_head.weight"].T
+
+    def embed(self, tokens, first_row):
+        """Token embeddings of rows first_row.., an image's rows replaced by its embeddings."""
+        x = self.shared_weights()["embed_tokens.weight"][np.asarray(tokens)].copy()
+        for image in self.images:
+            for row in range(max(image.first_row, first_row),
+                             min(image.end_row, first_row + len(tokens))):
+                x[row - first_row] = image.embeddings[row - image.first_row]
+        return x
+
+    def shared_weights(self):
+        return self.w
+
+    def positions(self, first_row, count):
+        """Plain positions for text, or M-RoPE [3, count] when the sequence has images."""
+        if not self.images:
+            return np.arange(first_row, first_row + count)
+        return mrope_positions(first_row + count, self.images)[:, first_row:]
 
     def decoder_layer(self, layer, full_attention, moe, x, positions):
         cfg = self.cfg
@@ -128,16 +196,19 @@ class Model:
         v = (x @ self.p(layer, "self_attn.v_proj.weight").T).reshape(T, cfg.kv_heads, D)
         q = rms_norm(q, self.p(layer, "self_attn.q_norm.weight"), cfg.eps)
         k = rms_norm(k, self.p(layer, "self_attn.k_norm.weight"), cfg.eps)
-        q = rope(q, positions, cfg.rotary_dim, cfg.rope_theta)
-        k = rope(k, positions, cfg.rotary_dim, cfg.rope_theta)
+        sections, interleaved = cfg.mrope_section, cfg.mrope_interleaved
+        q = rope(q, positions, cfg.rotary_dim, cfg.rope_theta, sections, interleaved)
+        k = rope(k, positions, cfg.rotary_dim, cfg.rope_theta, sections, interleaved)
         past_k, past_v = self.kv.get(layer, (np.zeros((0, cfg.kv_heads, D)),) * 2)
         k, v = np.concatenate([past_k, k]), np.concatenate([past_v, v])
         self.kv[layer] = (k, v)
         group = cfg.heads // cfg.kv_heads
         k_heads, v_heads = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
         scores = np.einsum("thd,shd->hts", q, k_heads) / np.sqrt(D)
-        key_positions = np.arange(k.shape[0])
-        scores = np.where(key_positions[None, None, :] <= positions[None, :, None], scores, -np.inf)
+        # Causal over rows (not over M-RoPE positions): query row i sees rows 0..i.
+        key_rows = np.arange(k.shape[0])
+        query_rows = np.arange(k.shape[0] - T, k.shape[0])
+        scores = np.where(key_rows[None, None, :] <= query_rows[None, :, None], scores, -np.inf)
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
         probs = scores / scores.sum(axis=-1, keepdims=True)
         out = np.einsum("hts,shd->thd", probs, v_heads).reshape(T, cfg.heads * D)
@@ -220,14 +291,19 @@ class MtpHead(Model):
         super().__init__(cfg, mtp)
         self.shared = weights
 
+    def shared_weights(self):
+        return self.shared
+
     def forward(self, hidden, next_tokens):
-        """Rows (hidden [T, H], next_tokens [T]) at the next T positions; returns logits."""
+        """Rows (hidden [T, H], next_tokens [T]) at the next T positions; returns logits. With
+        images, row p is at the main model's position of row p and a next token that is an
+        image pad is fed that image's embedding row p + 1, as the main model was."""
         cfg, w = self.cfg, self.w
-        e = rms_norm(self.shared["embed_tokens.weight"][np.asarray(next_tokens)],
+        e = rms_norm(self.embed(next_tokens, self.position + 1),
                      w["pre_fc_norm_embedding.weight"], cfg.eps)
         h = rms_norm(np.asarray(hidden), w["pre_fc_norm_hidden.weight"], cfg.eps)
         x = np.concatenate([e, h], axis=-1) @ w["fc.weight"].T
-        positions = np.arange(self.position, self.position + len(next_tokens))
+        positions = self.positions(self.position, len(next_tokens))
         x = self.decoder_layer(0, True, cfg.is_moe(0), x, positions)
         self.position += len(next_tokens)
         return rms_norm(x, w["norm.weight"], cfg.eps) @ self.shared["lm_head.weight"].T

@@ -1,5 +1,7 @@
 #include "server/anthropic/anthropic_request.h"
 
+#include "server/common/content_parts.h"
+#include "server/common/image_parts.h"
 #include "server/common/reasoning_signature.h"
 #include "server/common/request_fields.h"
 
@@ -26,49 +28,55 @@ std::string deferred_tool_text(const json& block, const json& deferred, const st
   return "Tool loaded: " + json{{"type", "function"}, {"function", fn}}.dump();
 }
 
-// Blocks whose content is not text: images, PDFs and the like, which a text-only model cannot read.
+// Blocks this server cannot read: PDFs, search results, uploads to a code container.
 bool is_unreadable_block(const std::string& type) {
-  return type == "image" || type == "document" || type == "search_result" ||
-         type == "container_upload";
+  return type == "document" || type == "search_result" || type == "container_upload";
 }
 
 [[noreturn]] void unreadable_block(const std::string& path, const std::string& type) {
-  throw ApiError(400,
-                 "'" + path + "' is " + (type == "image" ? "an " : "a ") + type +
-                     " block: this model reads text only",
-                 path);
+  throw ApiError(
+      400, "'" + path + "' is a " + type + " block: this model reads text and images only", path);
 }
 
-// Text of Anthropic content: a string or text blocks, joined by "\n". Blocks' cache_control
-// (prompt-caching hints) and citations are ignored: this server caches every prefix anyway.
-// `deferred` resolves tool_reference blocks (a tool search's result, see deferred_tool_text).
-std::string anthropic_block_text(const json& content, const std::string& path,
-                                 const json* deferred = nullptr) {
-  if (content.is_string()) return content.get<std::string>();
+// An image block (its base64 `source`) into `parts`.
+void add_image_block(const json& block, const std::string& path, RequestImages& images,
+                     ContentParts& parts) {
+  parts.add_image(
+      images.from_anthropic_source(required_field(block, "source", path + ".source"), path));
+}
+
+// Anthropic content: a string, or text blocks (joined by "\n") and image blocks. Blocks'
+// cache_control (prompt-caching hints) and citations are ignored: this server caches every
+// prefix anyway. `images` null: a system prompt, where an image is refused (Qwen's template
+// refuses one there too). `deferred` resolves tool_reference blocks (a tool search's result, see
+// deferred_tool_text).
+json anthropic_block_content(const json& content, const std::string& path, RequestImages* images,
+                             const json* deferred = nullptr) {
+  if (content.is_string()) return content;
   if (!content.is_array()) bad_field(path, "must be a string or an array of content blocks");
-  std::string text;
+  ContentParts parts;
   for (size_t i = 0; i < content.size(); ++i) {
     std::string p = path + "[" + std::to_string(i) + "]";
     const json& block = content[i];
     if (!block.is_object()) bad_field(p, "must be an object");
     const json& type = required_field(block, "type", p + ".type");
     if (!type.is_string()) bad_field(p + ".type", "must be a string");
-    std::string piece;
     if (type == "text") {
       const json& t = required_field(block, "text", p + ".text");
       if (!t.is_string()) bad_field(p + ".text", "must be a string");
-      piece = t.get<std::string>();
+      parts.add_text(t.get<std::string>());
     } else if (type == "tool_reference" && deferred != nullptr) {
-      piece = deferred_tool_text(block, *deferred, p);
+      parts.add_text(deferred_tool_text(block, *deferred, p));
+    } else if (type == "image") {
+      if (images == nullptr) image_out_of_place(p, "a system prompt");
+      add_image_block(block, p, *images, parts);
     } else if (is_unreadable_block(type.get<std::string>())) {
       unreadable_block(p, type.get<std::string>());
     } else {
-      bad_field(p + ".type", "is " + type.dump() + ": expected text blocks here");
+      bad_field(p + ".type", "is " + type.dump() + ": expected text or image blocks here");
     }
-    if (!text.empty()) text += "\n";
-    text += piece;
   }
-  return text;
+  return parts.take();
 }
 
 // The reasoning of a thinking block. A client that hides reasoning (thinking.display
@@ -90,7 +98,7 @@ std::string thinking_text(const json& block, const std::string& path) {
 // message) is kept in place as a system message; place_system_messages decides how the
 // model's template can take it.
 void append_anthropic_message(const json& m, const std::string& p, const json& deferred,
-                              json& out) {
+                              RequestImages& images, json& out) {
   if (!m.is_object()) bad_field(p, "must be an object");
   const json& role = required_field(m, "role", p + ".role");
   if (role != "user" && role != "assistant" && role != "system") {
@@ -98,7 +106,8 @@ void append_anthropic_message(const json& m, const std::string& p, const json& d
   }
   const json& content = required_field(m, "content", p + ".content");
   if (role == "system") {
-    out.push_back({{"role", "system"}, {"content", anthropic_block_text(content, p + ".content")}});
+    out.push_back({{"role", "system"},
+                   {"content", anthropic_block_content(content, p + ".content", nullptr)}});
     return;
   }
   if (content.is_string()) {
@@ -107,7 +116,8 @@ void append_anthropic_message(const json& m, const std::string& p, const json& d
   }
   if (!content.is_array()) bad_field(p + ".content", "must be a string or an array of blocks");
   json msg = {{"role", role}, {"content", ""}};
-  std::string text, reasoning;
+  ContentParts text;
+  std::string reasoning;
   json tool_calls = json::array();
   for (size_t i = 0; i < content.size(); ++i) {
     std::string bp = p + ".content[" + std::to_string(i) + "]";
@@ -119,8 +129,10 @@ void append_anthropic_message(const json& m, const std::string& p, const json& d
     if (t == "text") {
       const json& s = required_field(block, "text", bp + ".text");
       if (!s.is_string()) bad_field(bp + ".text", "must be a string");
-      if (!text.empty()) text += "\n";
-      text += s.get<std::string>();
+      text.add_text(s.get<std::string>());
+    } else if (t == "image") {
+      if (role != "user") image_out_of_place(bp, "an assistant turn");
+      add_image_block(block, bp, images, text);
     } else if (t == "thinking") {
       reasoning += thinking_text(block, bp);
     } else if (t == "redacted_thinking") {
@@ -139,17 +151,18 @@ void append_anthropic_message(const json& m, const std::string& p, const json& d
       out.push_back(
           {{"role", "tool"},
            {"tool_call_id", id},
-           {"content", result ? anthropic_block_text(*result, bp + ".content", &deferred) : ""}});
+           {"content",
+            result ? anthropic_block_content(*result, bp + ".content", &images, &deferred) : ""}});
     } else if (is_unreadable_block(t)) {
       unreadable_block(bp, t);
     } else {
       bad_field(bp + ".type", "is \"" + t +
-                                  "\": this model accepts text, thinking, tool_use and "
+                                  "\": this model accepts text, image, thinking, tool_use and "
                                   "tool_result blocks");
     }
   }
   if (text.empty() && reasoning.empty() && tool_calls.empty()) return;
-  msg["content"] = text;
+  msg["content"] = text.take();
   if (!reasoning.empty()) msg["reasoning_content"] = reasoning;
   if (!tool_calls.empty()) msg["tool_calls"] = tool_calls;
   out.push_back(std::move(msg));
@@ -215,17 +228,19 @@ json anthropic_deferred_tools(const json& body) {
 
 }  // namespace
 
-json anthropic_to_openai_messages(const json& body) {
+json anthropic_to_openai_messages(const json& body, RequestImages& images) {
   json out = json::array();
   if (const json* system = optional_field(body, "system")) {
-    out.push_back({{"role", "system"}, {"content", anthropic_block_text(*system, "system")}});
+    out.push_back(
+        {{"role", "system"}, {"content", anthropic_block_content(*system, "system", nullptr)}});
   }
   const json& messages = required_field(body, "messages", "messages");
   if (!messages.is_array()) bad_field("messages", "must be an array");
   if (messages.empty()) bad_field("messages", "must not be empty");
   const json deferred = anthropic_deferred_tools(body);
   for (size_t i = 0; i < messages.size(); ++i) {
-    append_anthropic_message(messages[i], "messages[" + std::to_string(i) + "]", deferred, out);
+    append_anthropic_message(messages[i], "messages[" + std::to_string(i) + "]", deferred, images,
+                             out);
   }
   return out;
 }
@@ -252,9 +267,12 @@ json anthropic_to_openai_tools(const json& tools) {
   return out;
 }
 
-void parse_anthropic_conversation(const json& body, GenerationRequest& r) {
+void parse_anthropic_conversation(const json& body, GenerationRequest& r,
+                                  const ImageReading& image_reading) {
   r.model = model_field(body);
-  r.messages = anthropic_to_openai_messages(body);
+  RequestImages images(image_reading);
+  r.messages = anthropic_to_openai_messages(body, images);
+  images.finish(r);
   if (const json* tools = optional_field(body, "tools")) {
     r.tools = anthropic_to_openai_tools(*tools);
     // Strict tools (Anthropic's strict tool use): their calls must match input_schema.
@@ -269,7 +287,8 @@ void parse_anthropic_conversation(const json& body, GenerationRequest& r) {
   parse_anthropic_thinking(body, r);
 }
 
-GenerationRequest parse_messages_request(const json& body, const SamplingDefaults& defaults) {
+GenerationRequest parse_messages_request(const json& body, const SamplingDefaults& defaults,
+                                         const ImageReading& images) {
   GenerationRequest r;
   r.route = Route::kMessages;
   // Ignored, by design: metadata (a client's user id), output_config.effort (Qwen models have
@@ -277,7 +296,7 @@ GenerationRequest parse_messages_request(const json& body, const SamplingDefault
   // earlier thinking the client asks the API to make: the template already drops old
   // reasoning), service_tier, container, mcp_servers (no server-side tools here), and every
   // block's cache_control (this server caches every prefix).
-  parse_anthropic_conversation(body, r);
+  parse_anthropic_conversation(body, r, images);
   if (const json* config = optional_field(body, "output_config")) {
     if (!config->is_object()) bad_field("output_config", "must be an object");
     if (const json* format = optional_field(*config, "format")) {

@@ -1,5 +1,7 @@
 #include "server/chat/chat_request.h"
 
+#include "server/common/content_parts.h"
+#include "server/common/image_parts.h"
 #include "server/common/request_fields.h"
 
 namespace qmlx::server {
@@ -8,28 +10,40 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-// Text of OpenAI content: a string, or an array of parts whose text parts are joined by "\n".
-std::string content_text(const json& content, const std::string& path) {
+// OpenAI content: a string, or an array of text parts (joined by "\n") and, in user and tool
+// messages, image_url parts (a data URL, as a string or {"url": ...}).
+json message_content(const json& content, const std::string& path, const std::string& role,
+                     RequestImages& images) {
   if (content.is_null()) return "";
-  if (content.is_string()) return content.get<std::string>();
+  if (content.is_string()) return content;
   if (!content.is_array()) bad_field(path, "must be a string or an array of content parts");
-  std::string text;
+  ContentParts parts;
   for (size_t i = 0; i < content.size(); ++i) {
     const json& part = content[i];
     std::string part_path = path + "[" + std::to_string(i) + "]";
     if (!part.is_object()) bad_field(part_path, "must be an object");
     const json& type = required_field(part, "type", part_path + ".type");
+    if (type == "image_url") {
+      if (role != "user" && role != "tool") image_out_of_place(part_path, "a " + role + " message");
+      const json& url = required_field(part, "image_url", part_path + ".image_url");
+      if (url.is_object()) {
+        const std::string url_path = part_path + ".image_url.url";
+        parts.add_image(images.from_url(required_field(url, "url", url_path), part_path, url_path));
+      } else {
+        parts.add_image(images.from_url(url, part_path, part_path + ".image_url"));
+      }
+      continue;
+    }
     if (type != "text" && type != "input_text") {
-      bad_field(part_path + ".type", "is " + type.dump() + ": this model accepts text parts only");
+      bad_field(part_path + ".type",
+                "is " + type.dump() + ": this model accepts text and image_url parts");
     }
     const json& t = required_field(part, "text", part_path + ".text");
     if (!t.is_string()) bad_field(part_path + ".text", "must be a string");
-    if (!text.empty()) text += "\n";
-    text += t.get<std::string>();
+    parts.add_text(t.get<std::string>());
   }
-  return text;
+  return parts.take();
 }
-
 
 json normalize_tool_calls(const json& calls, const std::string& path) {
   if (!calls.is_array()) bad_field(path, "must be an array");
@@ -52,7 +66,7 @@ json normalize_tool_calls(const json& calls, const std::string& path) {
   return out;
 }
 
-json normalize_openai_messages(const json& messages) {
+json normalize_openai_messages(const json& messages, RequestImages& images) {
   if (!messages.is_array()) bad_field("messages", "must be an array");
   if (messages.empty()) bad_field("messages", "must not be empty");
   json out = json::array();
@@ -67,7 +81,9 @@ json normalize_openai_messages(const json& messages) {
     if (r != "system" && r != "user" && r != "assistant" && r != "tool") {
       bad_field(p + ".role", "must be one of system, user, assistant, tool");
     }
-    json msg = {{"role", r}, {"content", content_text(m.value("content", json()), p + ".content")}};
+    json msg = {
+        {"role", r},
+        {"content", message_content(m.value("content", json()), p + ".content", r, images)}};
     if (const json* reasoning = optional_field(m, "reasoning_content")) {
       if (!reasoning->is_string()) bad_field(p + ".reasoning_content", "must be a string");
       msg["reasoning_content"] = *reasoning;
@@ -178,11 +194,14 @@ std::vector<int32_t> token_id_prompt(const json& prompt) {
 
 }  // namespace
 
-GenerationRequest parse_chat_request(const json& body, const SamplingDefaults& defaults) {
+GenerationRequest parse_chat_request(const json& body, const SamplingDefaults& defaults,
+                                     const ImageReading& image_reading) {
   GenerationRequest r;
   r.route = Route::kChatCompletions;
   r.model = model_field(body);
-  r.messages = normalize_openai_messages(required_field(body, "messages", "messages"));
+  RequestImages images(image_reading);
+  r.messages = normalize_openai_messages(required_field(body, "messages", "messages"), images);
+  images.finish(r);
   if (const json* tools = optional_field(body, "tools")) r.tools = normalize_openai_tools(*tools);
   parse_openai_tool_choice(body, r);
   check_tool_choice(r);

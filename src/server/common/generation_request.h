@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "image/vision_preprocess.h"
 #include "server/common/api_error.h"
 #include "server/common/reply_format.h"
 
@@ -60,6 +61,9 @@ struct GenerationRequest {
   // negation): false allows one tool call per reply.
   bool parallel_tool_calls = true;
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+  // The request's images, decoded and preprocessed once when it was parsed, in the order their
+  // {"type": "image"} parts appear in `messages` (so in the order the template renders them).
+  std::vector<std::shared_ptr<const image::VisionInput>> images;
   // Anthropic thinking.display "omitted": reasoning is generated but its text is not sent.
   bool omit_reasoning_text = false;
 

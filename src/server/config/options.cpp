@@ -228,6 +228,10 @@ void validate_options(const ServerOptions& options) {
   }
   if (options.max_body_mb < 1) throw Error("--max-body-mb must be at least 1");
   if (options.max_context < 0) throw Error("--max-context must not be negative");
+  if (options.max_image_pixels < 1) throw Error("--max-image-pixels must be at least 1");
+  if (options.max_images_per_request < 0) {
+    throw Error("--max-images-per-request must not be negative (0 refuses every image)");
+  }
   if (options.parallel < 1 || options.parallel > kMaxParallel) {
     throw Error("--parallel must be in 1.." + std::to_string(kMaxParallel) +
                 " (sequences in flight at once), not " + std::to_string(options.parallel));
@@ -312,6 +316,17 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   app.add_option("--max-body-mb", options.max_body_mb, "Largest request body in MB (413 above)")
+      ->capture_default_str();
+  app.add_option("--max-image-pixels", options.max_image_pixels,
+                 "Largest image accepted, in pixels (width x height; more gets 400), and the "
+                 "most the vision tower is given (the resize's max_pixels). "
+                 "Below the checkpoint's own 16.7 Mpx because encoding time grows with the "
+                 "square of the pixels: a 4K screenshot (8.3 Mpx) passes, a 4096 x 4096 image "
+                 "would take minutes to encode on a CPU")
+      ->capture_default_str();
+  app.add_option("--max-images-per-request", options.max_images_per_request,
+                 "Most images one request may carry, its history included (more gets 400; "
+                 "0 refuses images)")
       ->capture_default_str();
   app.add_option("--max-queue", options.max_queue,
                  "Requests that may wait for the engine; more get 429")

@@ -12,6 +12,7 @@
 #include "base/config_key_doc.h"
 #include "base/logging.h"
 #include "engine/session_state.h"
+#include "image/image_limits.h"
 #include "server/prompt/prompt_normalizer.h"
 
 namespace qmlx::server {
@@ -30,6 +31,12 @@ inline constexpr double kPrefillAloneStepFactor = 4;
 // Tool calls held to the tool-call grammar for every tool, not only strict ones
 // (tool_call_grammar). Chosen by measurement (BENCHMARKS.md, tool-call grammar).
 inline constexpr bool kDefaultToolCallGrammar = true;
+
+// Images one request may carry (--max-images-per-request). Agents send their whole history on
+// every turn, so each image is decoded and resized again on every request that carries it, and
+// a new one costs an encoding by the vision tower (seconds on a CPU); 16 covers a conversation
+// with a screenshot every few turns. Anthropic's API takes up to 100.
+inline constexpr int kDefaultMaxImagesPerRequest = 16;
 
 // Sampling values used when a request does not set them.
 struct SamplingDefaults {
@@ -67,6 +74,10 @@ struct ServerOptions {
   SamplingDefaults sampling;
   LogFormat log_format = LogFormat::kText;
   int max_body_mb = 64;
+  // The most pixels (width x height) an image may have, decoded (--max-image-pixels); also the
+  // most the vision tower is given (smart_resize's max_pixels is lowered to it).
+  uint64_t max_image_pixels = image::kDefaultMaxImagePixels;
+  int max_images_per_request = kDefaultMaxImagesPerRequest;
   int max_queue = 16;  // requests waiting for a slot beyond the running ones
   // Sequences in flight at once (--parallel), each on its own slot; they share the engine's
   // steps (continuous batching). Without the flag, 1 with --speculative.

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "base/logging.h"
+#include "server/common/content_parts.h"
+#include "server/common/image_parts.h"
 #include "server/common/reasoning_signature.h"
 #include "server/common/request_fields.h"
 
@@ -26,25 +28,46 @@ std::string optional_string(const json& object, const char* key, const std::stri
   return value->get<std::string>();
 }
 
-// Text of message content or of a tool output: a string, or parts whose text parts are joined
-// by "\n" (as the chat route joins its parts). Images, files and audio are refused by name.
-std::string parts_text(const json& content, const std::string& path) {
-  if (content.is_string()) return content.get<std::string>();
+// An input_image part: its image_url, a data URL (file_id names an uploaded file, which this
+// server does not keep).
+json input_image(const json& part, const std::string& path, RequestImages& images) {
+  if (const json* url = optional_field(part, "image_url")) {
+    return images.from_url(*url, path, path + ".image_url");
+  }
+  if (optional_field(part, "file_id") != nullptr) {
+    bad_field(path + ".file_id",
+              "names an uploaded file: this server stores no files; send the "
+              "image inline as a data URL in image_url");
+  }
+  bad_field(path + ".image_url", "is required");
+}
+
+// Message content or a tool output: a string, or parts whose text parts are joined by "\n" (as
+// the chat route joins its parts) and, where `images` is given (user messages, tool outputs),
+// input_image parts. Files and audio are refused by name. `where` names the place an image is
+// refused in.
+json parts_content(const json& content, const std::string& path, RequestImages* images,
+                   const char* where = "") {
+  if (content.is_string()) return content;
   if (!content.is_array()) bad_field(path, "must be a string or an array of content parts");
-  std::string text;
+  ContentParts parts(ContentParts::Join::kBetweenParts);
   for (size_t i = 0; i < content.size(); ++i) {
     std::string p = at(path, i);
     const json& part = content[i];
     if (!part.is_object()) bad_field(p, "must be an object");
     const std::string& type = string_field(part, "type", p + ".type");
+    if (type == "input_image") {
+      if (images == nullptr) image_out_of_place(p, where);
+      parts.add_image(input_image(part, p, *images));
+      continue;
+    }
     const char* key = type == "refusal" ? "refusal" : "text";
     if (type != "input_text" && type != "output_text" && type != "text" && type != "refusal") {
-      bad_field(p + ".type", "is \"" + type + "\": this model reads text parts only");
+      bad_field(p + ".type", "is \"" + type + "\": this model reads text and image parts only");
     }
-    if (i > 0) text += "\n";
-    text += string_field(part, key, p + "." + key);
+    parts.add_text(string_field(part, key, p + "." + key));
   }
-  return text;
+  return parts.take();
 }
 
 // The reasoning text of a reasoning item: qmlx's own envelope when present (byte-exact), else
@@ -73,6 +96,8 @@ std::string reasoning_text(const json& item, const std::string& path) {
 // Builds the OpenAI-shaped conversation from Responses items, one item at a time.
 class MessageBuilder {
  public:
+  explicit MessageBuilder(RequestImages& images) : images_(images) {}
+
   // The system prompt: place_system_messages (run on every chat route) merges it with the
   // developer/system items that open the input and decides how later ones are rendered.
   void instructions(const std::string& text) {
@@ -95,10 +120,11 @@ class MessageBuilder {
       call(item, path, {{"input", string_field(item, "input", path + ".input")}});
     } else if (type == "function_call_output" || type == "custom_tool_call_output") {
       flush();
-      messages_.push_back({{"role", "tool"},
-                           {"tool_call_id", string_field(item, "call_id", path + ".call_id")},
-                           {"content", parts_text(required_field(item, "output", path + ".output"),
-                                                  path + ".output")}});
+      messages_.push_back(
+          {{"role", "tool"},
+           {"tool_call_id", string_field(item, "call_id", path + ".call_id")},
+           {"content", parts_content(required_field(item, "output", path + ".output"),
+                                     path + ".output", &images_)}});
     } else {
       bad_field(path + ".type", "is \"" + type +
                                     "\": input items must be message, reasoning, function_call, "
@@ -120,9 +146,11 @@ class MessageBuilder {
 
   void message(const json& item, const std::string& path) {
     const std::string& role = string_field(item, "role", path + ".role");
-    std::string text =
-        parts_text(required_field(item, "content", path + ".content"), path + ".content");
+    const json& content = required_field(item, "content", path + ".content");
     if (role == "assistant") {
+      const std::string text =
+          parts_content(content, path + ".content", nullptr, "an assistant message")
+              .get<std::string>();
       if (!assistant_.tool_calls.empty()) flush();
       if (!assistant_.content.empty()) assistant_.content += "\n";
       assistant_.content += text;
@@ -131,8 +159,11 @@ class MessageBuilder {
     if (role != "user" && role != "developer" && role != "system") {
       bad_field(path + ".role", "must be user, assistant, system or developer");
     }
+    const bool user = role == "user";
+    json parts =
+        parts_content(content, path + ".content", user ? &images_ : nullptr, "a system message");
     flush();
-    messages_.push_back({{"role", role == "user" ? "user" : "system"}, {"content", text}});
+    messages_.push_back({{"role", user ? "user" : "system"}, {"content", std::move(parts)}});
   }
 
   void call(const json& item, const std::string& path, json arguments) {
@@ -157,6 +188,7 @@ class MessageBuilder {
     assistant_ = Assistant();
   }
 
+  RequestImages& images_;
   json messages_ = json::array();
   Assistant assistant_;
 };
@@ -310,7 +342,8 @@ std::string model_tool_name(const std::string& name_space, const std::string& na
 }
 
 GenerationRequest parse_responses_request(const json& body, const SamplingDefaults& defaults,
-                                          const ResponseStore& store) {
+                                          const ResponseStore& store,
+                                          const ImageReading& image_reading) {
   GenerationRequest r;
   r.route = Route::kResponses;
   r.model = model_field(body);
@@ -320,13 +353,15 @@ GenerationRequest parse_responses_request(const json& body, const SamplingDefaul
     if (!tools->is_array()) bad_field("tools", "must be an array");
     for (size_t i = 0; i < tools->size(); ++i) add_tool((*tools)[i], at("tools", i), "", r, *info);
   }
-  MessageBuilder messages;
+  RequestImages images(image_reading);
+  MessageBuilder messages(images);
   messages.instructions(optional_string(body, "instructions", "instructions"));
   for (size_t i = 0; i < info->conversation.size(); ++i) {
     // Items from a stored response are named by their place in the whole conversation.
     messages.item(info->conversation[i], at("input", i));
   }
   r.messages = messages.finish();
+  images.finish(r);
   parse_tool_choice(body, r);
   r.parallel_tool_calls = bool_field(body, "parallel_tool_calls", true);
   check_tool_choice(r);

@@ -9,6 +9,8 @@
 //     assistant message with reasoning_content and tool_calls (exactly the message the server
 //     renders as this reply's history, so the next turn stays a prefix of the cache);
 //   - function_call_output / custom_tool_call_output become tool messages;
+//   - input_image parts (data URLs) in user messages and tool outputs are read as images
+//     (image_parts.h), as Codex's view_image sends a screenshot;
 //   - function tools pass through; a `namespace` group's tools are shown to the model as
 //     "<namespace>.<name>"; a `custom` (freeform) tool becomes a function with one string
 //     parameter `input` whose description carries the tool's grammar; built-in tools (web_search,
@@ -23,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/common/generation_request.h"
+#include "server/common/image_reading.h"
 #include "server/config/options.h"
 #include "server/responses/response_store.h"
 
@@ -58,6 +61,7 @@ std::string model_tool_name(const std::string& name_space, const std::string& na
 // client_metadata, metadata, parallel_tool_calls, text, truncation, ...) are accepted.
 GenerationRequest parse_responses_request(const nlohmann::ordered_json& body,
                                           const SamplingDefaults& defaults,
-                                          const ResponseStore& store);
+                                          const ResponseStore& store,
+                                          const ImageReading& images = ImageReading());
 
 }  // namespace qmlx::server

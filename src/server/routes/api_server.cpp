@@ -112,6 +112,11 @@ int64_t State::context_limit(const ModelRuntime& rt) const {
   return rt.context_length > 0 ? rt.context_length : 32768;
 }
 
+ImageReading State::image_reading(const ModelRuntime& rt) const {
+  return server::image_reading(rt.vision_unavailable, rt.vision_preprocess,
+                               options.max_image_pixels, options.max_images_per_request);
+}
+
 void State::check_model(const std::string& model, const ModelRuntime& rt) const {
   if (model.empty() || !options.strict_model_id || model == rt.model_id) return;
   const auto& aliases = options.model_aliases;

@@ -7,10 +7,11 @@
 
 #include "http/server.h"
 #include "server/activity/activity_log.h"
-#include "server/scheduling/reply_grammars.h"
 #include "server/common/api_error.h"
+#include "server/common/image_reading.h"
 #include "server/responses/response_store.h"
 #include "server/routes/api_server.h"
+#include "server/scheduling/reply_grammars.h"
 
 namespace qmlx::server {
 
@@ -43,6 +44,8 @@ struct ApiServer::State {
   Scheduler& ready_scheduler();
   // The largest prompt + max_tokens: --max-context, or the model's own length.
   int64_t context_limit(const ModelRuntime& runtime) const;
+  // How this request's images are read: the model's preprocessing under the image flags.
+  ImageReading image_reading(const ModelRuntime& runtime) const;
   // With --strict-model-id: 404 unless `model` is empty, the served model's id or an alias.
   // Without it a single-model server serves whatever name the client sends.
   void check_model(const std::string& model, const ModelRuntime& runtime) const;

@@ -7,9 +7,9 @@
 
 #include "base/error.h"
 #include "server/anthropic/anthropic_format.h"
-#include "server/chat/openai_format.h"
 #include "server/anthropic/anthropic_request.h"
 #include "server/chat/chat_request.h"
+#include "server/chat/openai_format.h"
 #include "server/common/request_fields.h"
 #include "server/prompt/prompt_normalizer.h"
 #include "server/prompt/system_message_placement.h"
@@ -17,6 +17,7 @@
 #include "server/responses/responses_request.h"
 #include "server/routes/api_server_state.h"
 #include "server/routes/sse.h"
+#include "server/scheduling/prompt_images.h"
 
 namespace qmlx::server {
 namespace {
@@ -49,6 +50,7 @@ RenderedPrompt render_prompt(const GenerationRequest& r, const ModelRuntime& run
   try {
     if (r.route != Route::kCompletions) {
       prompt = runtime.render_chat(r.messages, tools_for_template(r), true, r.template_kwargs);
+      place_prompt_images(prompt, r.images, runtime.image_pad_id);
     } else if (r.prompt_text) {
       prompt.text = *r.prompt_text;
       prompt.ids = runtime.tokenizer->encode(*r.prompt_text, true);
@@ -315,19 +317,23 @@ void stream_response(http::Response& res, State& state, ResponseContext ctx) {
       });
 }
 
-using Parser =
-    std::function<GenerationRequest(const nlohmann::ordered_json&, const SamplingDefaults&)>;
+using Parser = std::function<GenerationRequest(const nlohmann::ordered_json&,
+                                               const SamplingDefaults&, const ImageReading&)>;
 
 void handle_generation(const http::Request& req, http::Response& res, State& state, Parser parse) {
   std::shared_ptr<const ModelRuntime> runtime = state.ready_runtime();
   nlohmann::ordered_json body = parse_body(req.body);
   // The model is checked first, so a request for another model is told that, not a schema error.
   state.check_model(requested_model(body), *runtime);
-  GenerationRequest r = parse(body, state.options.sampling);
+  GenerationRequest r = parse(body, state.options.sampling, state.image_reading(*runtime));
   // The rules see the messages as the client sent them; placement then fits them to the template.
   normalize_and_record(r, state.options.prompt_normalization, state.metrics);
   place_system_messages(r.messages, state.template_takes_later_system);
   RenderedPrompt prompt = render_prompt(r, *runtime);
+  // A runtime that reads images but has no encoder (a test's fake model) says so.
+  if (!prompt.images.empty() && !runtime->encode_images) {
+    throw ApiError(400, "this server reads images but has no vision encoder", "messages");
+  }
   apply_context_limit(r, static_cast<int64_t>(prompt.ids.size()), state.context_limit(*runtime));
   const uint64_t uid = request_uid(res);
   ResponseContext ctx;
@@ -365,23 +371,30 @@ void add_generation_routes(http::Server& http, State& state) {
   add_route(http, state, "POST",
             {"/v1/chat/completions", ApiStyle::kOpenAI, true, RequestLog::kFailures},
             [](const auto& req, auto& res, State& s) {
-              handle_generation(req, res, s, parse_chat_request);
+              handle_generation(req, res, s, [](const auto& body, const auto& d, const auto& i) {
+                return parse_chat_request(body, d, i);
+              });
             });
   add_route(http, state, "POST",
             {"/v1/completions", ApiStyle::kOpenAI, true, RequestLog::kFailures},
             [](const auto& req, auto& res, State& s) {
-              handle_generation(req, res, s, parse_completion_request);
+              handle_generation(req, res, s, [](const auto& body, const auto& d, const auto&) {
+                return parse_completion_request(body, d);
+              });
             });
   add_route(http, state, "POST",
             {"/v1/messages", ApiStyle::kAnthropic, true, RequestLog::kFailures},
             [](const auto& req, auto& res, State& s) {
-              handle_generation(req, res, s, parse_messages_request);
+              handle_generation(req, res, s, [](const auto& body, const auto& d, const auto& i) {
+                return parse_messages_request(body, d, i);
+              });
             });
   add_route(http, state, "POST", {"/v1/responses", ApiStyle::kOpenAI, true, RequestLog::kFailures},
             [](const auto& req, auto& res, State& s) {
-              handle_generation(req, res, s, [&s](const auto& body, const auto& defaults) {
-                return parse_responses_request(body, defaults, s.responses);
-              });
+              handle_generation(
+                  req, res, s, [&s](const auto& body, const auto& defaults, const auto& images) {
+                    return parse_responses_request(body, defaults, s.responses, images);
+                  });
             });
 }
 

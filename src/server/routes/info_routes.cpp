@@ -8,6 +8,7 @@
 #include "server/common/request_fields.h"
 #include "server/prompt/system_message_placement.h"
 #include "server/routes/api_server_state.h"
+#include "server/scheduling/prompt_images.h"
 
 namespace qmlx::server {
 namespace {
@@ -83,20 +84,27 @@ void detokenize(const http::Request& req, http::Response& res, State& state) {
 void apply_template(const http::Request& req, http::Response& res, State& state) {
   auto runtime = state.ready_runtime();
   auto body = parse_body(req.body);
-  GenerationRequest r = parse_chat_request(body, state.options.sampling);
+  GenerationRequest r =
+      parse_chat_request(body, state.options.sampling, state.image_reading(*runtime));
   place_system_messages(r.messages, state.template_takes_later_system);
   bool add_generation_prompt = bool_field(body, "add_generation_prompt", true);
   RenderedPrompt prompt;
   try {
     prompt = runtime->render_chat(r.messages, r.tools, add_generation_prompt, r.template_kwargs);
+    place_prompt_images(prompt, r.images, runtime->image_pad_id);
   } catch (const Error& e) {
     throw ApiError(400, std::string("cannot render the prompt: ") + e.what());
   }
-  set_json(res, {{"prompt", prompt.text},
-                 {"tokens", prompt.ids},
-                 {"last_message_end", prompt.last_message_end},
-                 {"last_user_start", prompt.last_user_start},
-                 {"edit_points", prompt.edit_points}});
+  nlohmann::json out = {{"prompt", prompt.text},
+                        {"tokens", prompt.ids},
+                        {"last_message_end", prompt.last_message_end},
+                        {"last_user_start", prompt.last_user_start},
+                        {"edit_points", prompt.edit_points}};
+  // Where each image's pads are (tokens holds them as image pad keys).
+  for (const PromptImage& image : prompt.images) {
+    out["images"].push_back({{"first_row", image.first_row}, {"pads", image.pads()}});
+  }
+  set_json(res, out);
 }
 
 void count_tokens(const http::Request& req, http::Response& res, State& state) {
@@ -104,11 +112,12 @@ void count_tokens(const http::Request& req, http::Response& res, State& state) {
   auto body = parse_body(req.body);
   state.check_model(requested_model(body), *runtime);
   GenerationRequest r;
-  parse_anthropic_conversation(body, r);
+  parse_anthropic_conversation(body, r, state.image_reading(*runtime));
   place_system_messages(r.messages, state.template_takes_later_system);
   RenderedPrompt prompt;
   try {
     prompt = runtime->render_chat(r.messages, r.tools, true, r.template_kwargs);
+    place_prompt_images(prompt, r.images, runtime->image_pad_id);
   } catch (const Error& e) {
     throw ApiError(400, std::string("cannot render the prompt: ") + e.what());
   }

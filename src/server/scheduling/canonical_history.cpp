@@ -25,17 +25,6 @@ std::string render_text(const ModelRuntime& runtime, const ordered_json& message
   return runtime.render_chat(messages, tools, false, kwargs).text;
 }
 
-bool has_image_part(const ordered_json& messages) {
-  for (const ordered_json& message : messages) {
-    auto content = message.find("content");
-    if (content == message.end() || !content->is_array()) continue;
-    for (const ordered_json& part : *content) {
-      if (part.is_object() && part.value("type", "") == "image") return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 ordered_json assistant_message(const ParsedOutput& reply) {
@@ -94,9 +83,6 @@ std::vector<std::vector<int32_t>> render_canonical_histories(const ModelRuntime&
                                                              const ParsedOutput& reply) {
   if (reply.content.empty() && reply.reasoning.empty() && reply.tool_calls.empty()) return {};
   if (!runtime.tokenizer) return {};
-  // Not for a conversation with images yet: the text rendered here has one pad per image, not
-  // the image's pad keys (its next turn still restores from the prompt's own checkpoints).
-  if (has_image_part(messages)) return {};
   auto marker = runtime.tokenizer->token_id("<|im_start|>");
   if (!marker) return {};
   // A tool result follows tool calls and a user message follows anything else, but clients

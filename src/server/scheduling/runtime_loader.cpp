@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "base/error.h"
 #include "base/logging.h"
@@ -16,6 +17,7 @@
 #include "engine/session.h"
 #include "engine/speculative.h"
 #include "engine/speculative_config.h"
+#include "image/preprocessor_config.h"
 #include "server/scheduling/image_encoding.h"
 #include "text/template/chat_prompt.h"
 
@@ -170,6 +172,37 @@ RenderedPrompt render(const ChatTemplate& chat, const Tokenizer& tokenizer,
           {}};
 }
 
+// The vision fields of the runtime: whether the model reads images, its preprocessing (the
+// folder's preprocessor_config.json, Qwen3.5's values without one) and the <|image_pad|> id. A
+// preprocessor_config.json that does not parse turns images off with its reason, as a tower
+// that does not load does: the text model still serves.
+void set_vision(const Model& model, const std::string& model_dir, const Tokenizer& tokenizer,
+                ModelRuntime& runtime) {
+  runtime.vision_unavailable = model.has_vision() ? "" : model.vision_unavailable_reason();
+  if (runtime.vision_unavailable.empty() && model.device()) {
+    runtime.vision_unavailable =
+        "images do not run with --device " + model.backend_description() +
+        " yet (the forward pass there has no multimodal positions)";
+  }
+  const fs::path config = fs::path(model_dir) / "preprocessor_config.json";
+  if (fs::is_directory(model_dir) && fs::exists(config)) {
+    try {
+      std::ifstream in(config, std::ios::binary);
+      const std::string text((std::istreambuf_iterator<char>(in)), {});
+      runtime.vision_preprocess = image::parse_preprocessor_config(text, config.string());
+    } catch (const Error& e) {
+      if (runtime.vision_unavailable.empty()) {
+        log_warn(std::string("images are turned off: ") + e.what());
+        runtime.vision_unavailable = e.what();
+      }
+    }
+  }
+  runtime.image_pad_id = tokenizer.token_id("<|image_pad|>").value_or(-1);
+  if (runtime.vision_unavailable.empty() && runtime.image_pad_id < 0) {
+    runtime.vision_unavailable = "the tokenizer has no <|image_pad|> token";
+  }
+}
+
 std::string describe_layers(const ModelConfig& config) {
   int full = 0;
   for (int i = 0; i < config.num_layers; ++i) full += config.is_full_attention(i) ? 1 : 0;
@@ -247,7 +280,8 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
   runtime->tokenizer = tokenizer;
   runtime->stop_token_ids = stop_ids(*tokenizer, *chat);
   runtime->tool_call_format = tool_call_format_for_template(chat->source());
-  if (model->has_vision()) {
+  set_vision(*model, model_dir, *tokenizer, *runtime);
+  if (runtime->vision_unavailable.empty()) {
     runtime->encode_images = make_image_encoder(
         model, std::make_shared<ImageEmbeddingCache>(kImageEmbeddingCacheBytes));
   }

@@ -39,6 +39,15 @@ std::optional<size_t> last_user_index(const nlohmann::ordered_json& messages) {
   return std::nullopt;
 }
 
+// The text a normalised content starts with: the string, or its first part's when that is text.
+std::string first_text(const nlohmann::ordered_json& content) {
+  if (content.is_string()) return content.get<std::string>();
+  if (content.is_array() && !content.empty() && content[0].value("type", "") == "text") {
+    return content[0]["text"].get<std::string>();
+  }
+  return "";
+}
+
 size_t last_user_offset(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
                         const std::vector<int32_t>& ids, const nlohmann::ordered_json& messages,
                         const nlohmann::ordered_json& tools, const nlohmann::ordered_json& extra) {
@@ -54,7 +63,7 @@ size_t last_user_offset(const ChatTemplate& chat_template, const Tokenizer& toke
   nlohmann::ordered_json altered = messages;
   altered[*user]["content"] = "\x01";
   nlohmann::ordered_json again = ChatTemplate::normalize_messages(messages);
-  std::string real = again[*user]["content"].get<std::string>();
+  std::string real = first_text(again[*user]["content"]);
   if (!real.empty() && real[0] == '\x01') altered[*user]["content"] = "\x02";
   return agreement(tokenizer, ids, try_render(chat_template, altered, tools, extra));
 }

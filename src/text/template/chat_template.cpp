@@ -46,19 +46,31 @@ std::string template_from_config(const nlohmann::ordered_json& config, const std
   throw Error(file + ": chat_template must be a string or a list of {name, template}");
 }
 
-std::string join_text_parts(const nlohmann::ordered_json& parts) {
+bool is_image_part(const nlohmann::ordered_json& part) {
+  return part.is_object() && part.value("type", "") == "image";
+}
+
+// Content given as parts: its text parts joined with "\n", or, when it holds an image, the parts
+// as they are (the template renders each image where it stands).
+nlohmann::ordered_json normalize_parts(const nlohmann::ordered_json& parts) {
   std::string text;
   bool first = true;
+  bool images = false;
   for (const auto& part : parts) {
+    if (is_image_part(part)) {
+      images = true;
+      continue;
+    }
     std::string type = part.is_object() ? part.value("type", "") : "";
     if (type != "text" || !part.contains("text") || !part["text"].is_string()) {
       throw Error("message content part of type '" + (type.empty() ? "?" : type) +
-                  "' is not supported: this is a text-only model");
+                  "' is not supported: only text and image parts are");
     }
     if (!first) text += "\n";
     first = false;
     text += part["text"].get<std::string>();
   }
+  if (images) return parts;
   return text;
 }
 
@@ -144,7 +156,7 @@ nlohmann::ordered_json ChatTemplate::normalize_messages(const nlohmann::ordered_
     if (content == message.end() || content->is_null()) {
       message["content"] = "";
     } else if (content->is_array()) {
-      *content = join_text_parts(*content);
+      *content = normalize_parts(*content);
     }
     auto calls = message.find("tool_calls");
     if (calls != message.end() && calls->is_array()) {

@@ -27,13 +27,16 @@ class ChatTemplate {
 
   // messages: OpenAI-style array; tools: array or null; extra: more template variables such
   // as {"enable_thinking": false}, overriding the defaults. Throws qmlx::Error on template
-  // errors (including the template's own raise_exception) and non-text content parts.
+  // errors (including the template's own raise_exception) and content parts that are neither
+  // text nor image.
   std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                      bool add_generation_prompt,
                      const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
 
-  // What render() feeds the template: content given as parts becomes its text parts joined
-  // with "\n" (as vLLM and llama.cpp do), null/missing content becomes "", and tool-call
+  // What render() feeds the template: content given as text parts becomes them joined with
+  // "\n" (as vLLM and llama.cpp do); content with {"type": "image"} parts stays as its parts
+  // (text and image), which Qwen's vision templates render in place; null/missing content
+  // becomes "", and tool-call
   // arguments given as a JSON string are parsed into an object (as vLLM does; the Qwen
   // templates serialise or iterate them).
   static nlohmann::ordered_json normalize_messages(const nlohmann::ordered_json& messages);

@@ -90,7 +90,9 @@ const turnArgs = (prompt, resume) => name === "claude"
   ? [...(resume ? ["--continue"] : []), "-p", prompt, "--output-format", "stream-json",
     "--verbose", "--allowedTools", "Read"]
   : ["exec", ...(resume ? ["resume", "--last"] : []), "--skip-git-repo-check", "--json",
-    "--dangerously-bypass-approvals-and-sandbox", ...(resume ? [] : ["-i", IMAGE_NAME]), prompt];
+    "--dangerously-bypass-approvals-and-sandbox", prompt,
+    // After the prompt: -i takes every value that follows it.
+    ...(resume ? [] : ["-i", IMAGE_NAME])];
 const carriesImage = (e) =>
   /"type":"image"|"type":"input_image"|"type":"image_url"/.test(bodyText(e));
 const dump = (label, run) => {

@@ -8,8 +8,8 @@ model with a vision tower (make-model --vision), temperature 0:
      cold reply; the same image in a new conversation is not encoded again (the encoder-output
      cache); every log line says images= and images_encoded=;
   3. the cached server restarted on its disk: turn 2 HITs from the disk with the cold reply;
-  4. the image as each API sends it (Anthropic base64 block, Responses input_image) gets the
-     same reply as the chat route's image_url.
+  4. the image as each API sends it (Anthropic base64 block, Responses input_image) is read;
+  5. MTP drafting after an image gives plain decoding's tokens and logits.
 Usage: image_cache_e2e.py QMLX_BINARY WORK_DIR
 """
 import base64
@@ -21,6 +21,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -60,13 +61,24 @@ def chat_messages(image, turn, reply1=None):
                     {"type": "text", "text": "What does this screenshot show?"},
                     {"type": "image_url", "image_url": {"url": "data:image/png;base64," + image}}]}]
     if turn == 2:
-        messages += [{"role": "assistant", "content": reply1},
+        messages += [{"role": "assistant", "content": reply1.content},
                      {"role": "user", "content": "And what should I click next?"}]
     return messages
 
 
+class Reply:
+    def __init__(self, content, key):
+        self.content, self.key = content, key
+
+    def __eq__(self, other):
+        return self.key == other.key
+
+    def __repr__(self):
+        return self.key[:200]
+
+
 class Server:
-    def __init__(self, name, cache):
+    def __init__(self, name, cache, extra=()):
         self.name = name
         self.port, self.metrics_port = free_port(), free_port()
         self.log_path = os.path.join(WORK, name + ".log")
@@ -76,7 +88,7 @@ class Server:
         self.log = open(self.log_path, "a")
         self.process = subprocess.Popen(
             [QMLX, "serve", "--model", MODEL, "--port", str(self.port), "--metrics-port",
-             str(self.metrics_port), "--api-key", KEY, "--cache-config", config],
+             str(self.metrics_port), "--api-key", KEY, "--cache-config", config, *extra],
             stdout=self.log, stderr=subprocess.STDOUT)
         wait_healthy(self.port, self.process, self.log_path)
 
@@ -87,24 +99,36 @@ class Server:
                       "x-api-key": KEY, "anthropic-version": "2023-06-01"})
         response = conn.getresponse()
         data = json.loads(response.read().decode() or "null")
+        self.last_uid = response.getheader("X-Request-Id")
         conn.close()
         if response.status != 200:
             fail("%s %s: %d %s" % (self.name, path, response.status, data))
         return data
 
     def chat(self, messages):
-        """(reply text, cached tokens)"""
+        """(reply, cached tokens); the reply's `key` adds every token's logprobs to its text,
+        so warm == cold checks the logits' bits, not only the greedy tokens a tiny model
+        repeats."""
         d = self.post("/v1/chat/completions",
-                      {"messages": messages, "max_tokens": 10, "temperature": 0})
-        message = d["choices"][0]["message"]
+                      {"messages": messages, "max_tokens": 10, "temperature": 0,
+                       "logprobs": True, "top_logprobs": 3})
+        choice = d["choices"][0]
+        message = choice["message"]
         text = (message.get("reasoning_content") or "") + "|" + (message.get("content") or "")
-        return text, d["usage"]["prompt_tokens_details"]["cached_tokens"]
+        return Reply(message.get("content") or message.get("reasoning_content") or "",
+                     text + "|" + json.dumps(choice.get("logprobs"), sort_keys=True)), \
+            d["usage"]["prompt_tokens_details"]["cached_tokens"]
 
     def last_log_line(self):
-        self.log.flush()
-        with open(self.log_path) as f:
-            lines = [l for l in f if re.search(r"uid=\d+ (HIT|MISS)", l)]
-        return lines[-1] if lines else ""
+        """The log line of the last request (written as its response ends: waited for)."""
+        pattern = re.compile(r"\buid=%s (HIT|MISS)" % re.escape(self.last_uid or "?"))
+        for _ in range(100):
+            with open(self.log_path) as f:
+                lines = [l for l in f if pattern.search(l)]
+            if lines:
+                return lines[-1]
+            time.sleep(0.05)
+        fail("%s: no log line for uid %s" % (self.name, self.last_uid))
 
     def stop(self):
         self.process.terminate()
@@ -123,8 +147,8 @@ def log_field(line, name):
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
 MODEL = os.path.join(WORK, "model")
-subprocess.run([QMLX, "make-model", "--out", MODEL, "--arch", "qwen3_5", "--vision", "--seed",
-                "7"], check=True, capture_output=True)
+subprocess.run([QMLX, "make-model", "--out", MODEL, "--arch", "qwen3_5", "--vision", "--mtp",
+                "--seed", "7"], check=True, capture_output=True)
 
 # 1. Cold references.
 cold = Server("cold", {"memory_prefix_cache": False, "disk_kv_cache": False})
@@ -135,8 +159,9 @@ line = cold.last_log_line()
 if log_field(line, "images") != "1" or log_field(line, "images_encoded") != "1":
     fail("a cold request with one image must encode it: " + line)
 cold.stop()
-print("ok cold references (image A and image B give %s replies)" %
-      ("different" if cold2 != cold2b else "the same"))
+if cold2 == cold2b:
+    fail("image A and image B give the same logits: the image does not reach the model")
+print("ok cold references (image A and image B give different logits)")
 
 # 2. The cached server.
 disk = os.path.join(WORK, "disk")
@@ -205,4 +230,16 @@ if cached <= 0 or log_field(line, "tier") != "disk":
     fail("restarted turn 2 did not hit the disk: " + line)
 again.stop()
 print("ok restarted: turn 2 HIT %d tokens from disk, cold reply" % cached)
+
+# 5. MTP drafting after an image: the same tokens and logits as plain decoding, cache on.
+spec = Server("speculative", warm_cache, ("--speculative", "mtp:2", "--parallel", "1"))
+text, cached = spec.chat(chat_messages(IMAGE_B, 2, cold1))
+line = spec.last_log_line()
+if text != cold2b:
+    fail("MTP drafting after image B differs from plain decoding: %r vs %r" % (text, cold2b))
+if "spec_accept=" not in line:
+    fail("no drafts were checked: " + line)
+spec.stop()
+print("ok MTP drafting after an image: plain decoding's tokens and logits (%s)" %
+      log_field(line, "spec_accept"))
 print("PASS image cache e2e")

@@ -46,7 +46,7 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-TEST(ChatTemplateTest, JoinsTextPartsAndRejectsOtherParts) {
+TEST(ChatTemplateTest, JoinsTextPartsKeepsImagePartsAndRejectsOtherParts) {
   json messages = json::parse(R"([{"role": "user", "content": [
       {"type": "text", "text": "first"}, {"type": "text", "text": "second"}]}])");
   EXPECT_EQ(ChatTemplate::normalize_messages(messages)[0]["content"], "first\nsecond");
@@ -56,8 +56,12 @@ TEST(ChatTemplateTest, JoinsTextPartsAndRejectsOtherParts) {
     ChatTemplate::normalize_messages(image);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("text-only model"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("only text and image parts are"), std::string::npos)
+        << e.what();
   }
+  json with_image = json::parse(R"([{"role": "user", "content": [
+      {"type": "text", "text": "see"}, {"type": "image"}]}])");
+  EXPECT_EQ(ChatTemplate::normalize_messages(with_image)[0]["content"], with_image[0]["content"]);
 }
 
 TEST(ChatTemplateTest, NormalizesNullContentAndStringArguments) {
@@ -155,6 +159,39 @@ TEST(ChatTemplateTest, Qwen35DropsReasoningBeforeTheLastUserQuery) {
             "<|im_start|>user\nq1<|im_end|>\n<|im_start|>assistant\na1<|im_end|>\n"
             "<|im_start|>user\nq2<|im_end|>\n"
             "<|im_start|>assistant\n<think>\nr2\n</think>\n\na2<|im_end|>\n");
+}
+
+// Images render as Qwen3.5's own template renders them: one vision block per image where it
+// stands, in user messages and inside tool responses ("Picture N: " before each with
+// add_vision_id, counted over the conversation); a system message cannot hold one.
+TEST(ChatTemplateTest, Qwen35RendersImagePartsAsTheOfficialTemplate) {
+  ChatTemplate qwen35 = shipped("qwen3_5");
+  json messages = json::parse(R"([{"role": "user", "content": [
+      {"type": "text", "text": "compare"}, {"type": "image"}, {"type": "text", "text": "with"}]},
+      {"role": "assistant", "content": "", "tool_calls": [{"type": "function",
+       "function": {"name": "shot", "arguments": {}}}]},
+      {"role": "tool", "content": [{"type": "image"}]}])");
+  const std::string vision = "<|vision_start|><|image_pad|><|vision_end|>";
+  EXPECT_EQ(qwen35.render(messages, nullptr, false),
+            "<|im_start|>user\ncompare" + vision +
+                "with<|im_end|>\n"
+                "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+                "<tool_call>\n<function=shot>\n</function>\n</tool_call><|im_end|>\n"
+                "<|im_start|>user\n<tool_response>\n" +
+                vision + "\n</tool_response><|im_end|>\n");
+  const std::string numbered = qwen35.render(messages, nullptr, false, {{"add_vision_id", true}});
+  EXPECT_NE(numbered.find("comparePicture 1: " + vision + "with"), std::string::npos) << numbered;
+  EXPECT_NE(numbered.find("<tool_response>\nPicture 2: " + vision), std::string::npos) << numbered;
+  json system = json::parse(R"([{"role": "system", "content": [{"type": "image"}]},
+      {"role": "user", "content": "x"}])");
+  try {
+    qwen35.render(system, nullptr, true);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("System message cannot contain images."),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ChatTemplateTest, Qwen3NextHermesToolCallsWithoutThinking) {
