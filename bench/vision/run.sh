@@ -12,7 +12,7 @@
 #            numbers mean little)
 #   REPEAT (encoder runs per image, scaled down for big images; default 3), SIZES (the
 #   encoder's images, default 512x512,1024x1024,1920x1080), SCREENSHOT (default 1920x1080),
-#   QMLX_BENCH_MODELS (model cache), WORK (default BUILD_DIR/bench-vision)
+#   WORK (default BUILD_DIR/bench-vision: the model, the servers' logs and cache)
 set -euo pipefail
 smoke=0
 if [[ ${1:-} == --smoke ]]; then
@@ -22,8 +22,7 @@ fi
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"
 work="${WORK:-$build/bench-vision}"
-models="${QMLX_BENCH_MODELS:-${TMPDIR:-/tmp}/qmlx-bench-models}"
-mkdir -p "$work" "$models"
+mkdir -p "$work"
 qmlx="$build/bin/qmlx"
 
 # 1. The machine: rates on a shared 2-core machine mean little without its load beside them.
@@ -44,14 +43,15 @@ echo "# load average after the encoder: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # 3. The second turn through the server.
 echo
+# Written afresh each run (seconds, even the real tower): a model from an older make-model
+# could lack what the routes need (the template's image parts).
+model="$work/model"
+rm -rf "$model"
 if [[ $smoke == 1 ]]; then
-  model="$work/tiny-vision"
-  [[ -f $model/config.json ]] || "$qmlx" make-model --out "$model" --vision >/dev/null
+  "$qmlx" make-model --out "$model" --vision >/dev/null
   screenshot=256x192
 else
-  model="$models/tiny-lm-qwen3.5-35b-a3b-tower"
-  [[ -f $model/config.json ]] ||
-    "$qmlx" make-model --out "$model" --vision --vision-shape qwen3.5-35b-a3b >/dev/null
+  "$qmlx" make-model --out "$model" --vision --vision-shape qwen3.5-35b-a3b >/dev/null
   screenshot=${SCREENSHOT:-1920x1080}
 fi
 /usr/bin/python3 "$root/bench/vision/second_turn.py" "$qmlx" "$model" "$work/second-turn" \

@@ -7,10 +7,11 @@ encoder's and the language model's prefill is small beside it. Two servers, one 
   cache on:  the memory prefix cache and the disk tier (a fresh folder);
   cache off: {"memory_prefix_cache": false, "disk_kv_cache": false}.
 Each gets turn 1 (a system prompt, then a user message with the question and a screenshot PNG as
-an OpenAI chat `image_url` data URL) and turn 2 (turn 1's messages, its reply, a new question).
+an OpenAI chat `image_url` data URL) and turn 2 (turn 1's messages, its reply, a new question);
+between them, the cache-on server restarted on its disk gets turn 2 alone.
 For each turn: prompt, cached and prefilled tokens (the response's usage and timings), TTFT
-(timings.ttft_ms) and, from the server's request log line, images= / images_encoded= /
-image_encode_time=. The encoder-output cache (512 MiB, per image identity) is not part of the
+(timings.ttft_ms) and, from the server's log line of that request (timings.uid), images= /
+images_encoded= / image_encode_time=. The encoder-output cache (512 MiB, per image identity) is not part of the
 cache config: with the cache off, turn 2 still reuses turn 1's encoder output and prefills the
 whole prompt; the turn-1 rows are the cost of a screenshot nothing has seen.
 
@@ -118,11 +119,17 @@ class Server:
             sys.exit("%s: %d %s" % (self.name, response.status, data[:500]))
         return json.loads(data)
 
-    def last_request_line(self):
-        self.log.flush()
-        with open(self.log_path) as f:
-            lines = [line for line in f if re.search(r"uid=\d+ (HIT|MISS)", line)]
-        return lines[-1].strip() if lines else ""
+    def request_line(self, uid):
+        """The request's own log line, which the server may write just after the response."""
+        pattern = re.compile(r"\buid=%d (HIT|MISS)" % uid)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            with open(self.log_path) as f:
+                lines = [line.strip() for line in f if pattern.search(line)]
+            if lines:
+                return lines[-1]
+            time.sleep(0.05)
+        sys.exit("%s: no log line for uid=%d in %s" % (self.name, uid, self.log_path))
 
     def stop(self):
         self.process.terminate()
@@ -147,44 +154,50 @@ def turn1():
                 {"type": "image_url", "image_url": {"url": IMAGE_URL}}]}]
 
 
-def measure(name, cache):
-    """Turn 1 then turn 2 on a fresh server: one result dict per turn."""
-    server = Server(name, cache)
+def measure(name, cache, turns):
+    """Each of `turns` ((number, messages or None for turn 2 after this server's turn 1)) on a
+    fresh server: one result dict per turn, and the messages of the turn 2 it sent."""
+    server = Server(re.sub(r"\W+", "-", name), cache)
     results = []
-    messages = turn1()
-    for turn in (1, 2):
+    for turn, given in turns:
+        messages = given or next_turn
+        sent = messages
         start = time.perf_counter()
         response = server.chat(messages)
         wall = time.perf_counter() - start
-        line = server.last_request_line()
-        usage, timings = response["usage"], response.get("timings", {})
+        usage, timings = response["usage"], response["timings"]
+        line = server.request_line(timings["uid"])
         results.append({
             "cache": name, "turn": turn, "prompt": usage["prompt_tokens"],
             "cached": usage["prompt_tokens_details"]["cached_tokens"],
-            "prefilled": timings.get("prefill", log_field(line, "prefill")),
-            "ttft_s": (timings["ttft_ms"] if "ttft_ms" in timings
-                       else float(log_field(line, "ttft").rstrip("ms"))) / 1e3,
+            "prefilled": timings["prefill"], "ttft_s": timings["ttft_ms"] / 1e3,
             "wall_s": wall, "images": log_field(line, "images"),
             "encoded": log_field(line, "images_encoded"),
             "encode_s": float((log_field(line, "image_encode_time") or "0ms").rstrip("ms")) / 1e3,
             "line": line})
         print("%s turn %d: %s" % (name, turn, line), file=sys.stderr, flush=True)
         reply = response["choices"][0]["message"].get("content") or ""
-        messages = messages + [{"role": "assistant", "content": reply},
-                               {"role": "user", "content": "Which file should I open first?"}]
+        next_turn = messages + [{"role": "assistant", "content": reply},
+                                {"role": "user", "content": "Which file should I open first?"}]
     server.stop()
-    return results
+    return results, sent
 
 
 shutil.rmtree(args.work, ignore_errors=True)
 os.makedirs(args.work)
-rows = measure("on", {"disk_cache_dir": os.path.join(args.work, "disk")})
-rows += measure("off", {"memory_prefix_cache": False, "disk_kv_cache": False})
+on = {"disk_cache_dir": os.path.join(args.work, "disk")}
+rows, second = measure("on", on, [(1, turn1()), (2, None)])
+# The same disk after a restart: nothing in memory, the encoder-output cache empty too.
+more, _ = measure("on, restarted", on, [(2, second)])
+rows += more
+more, _ = measure("off", {"memory_prefix_cache": False, "disk_kv_cache": False},
+                  [(1, turn1()), (2, None)])
+rows += more
 
 print("| cache | turn | prompt tokens | cached | prefilled | images / encoded | image encode s "
       "| TTFT s | request s |")
 print("|---|---|---|---|---|---|---|---|---|")
 for r in rows:
-    print("| %s | %d | %d | %d | %s | %s / %s | %.2f | %.2f | %.2f |" % (
+    print("| %s | %d | %d | %d | %s | %s / %s | %.3g | %.3g | %.3g |" % (
         r["cache"], r["turn"], r["prompt"], r["cached"], r["prefilled"], r["images"],
         r["encoded"], r["encode_s"], r["ttft_s"], r["wall_s"]))
