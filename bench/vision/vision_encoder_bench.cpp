@@ -11,12 +11,14 @@
 // factor 32) gives the grid the processor would; the pixel_values rows are random (the
 // encoder's cost does not depend on them).
 //
-//   qmlx_vision_bench [--sizes WxH,...] [--repeat N] [--threads T] [--smoke]
+//   qmlx_vision_bench [--sizes WxH,...] [--repeat N] [--threads T] [--smoke] [--parts-only]
 //     --sizes   default 512x512,1024x1024,1920x1080
 //     --repeat  encoder runs per image, median reported (default 3); scaled down by the
 //               patch count, max(1, N * 1024 / patches), so a 1080p image runs once
 //     --threads default: the machine's cores
 //     --smoke   a 2-block width-64 tower and one 256x256 image (CI: the binary works)
+//     --parts-only  the pieces and the matmul rate alone, no whole encoder (its columns nan):
+//               a quick look at where the time goes
 // Prints a markdown table and one JSON line per image (after the table, prefixed "json: ").
 #include <time.h>
 
@@ -173,6 +175,7 @@ struct PartTimes {
   double attention = 0;    // bidirectional_attention only (QK^T, softmax, PV)
   double projections = 0;  // every Linear: qkv, proj, fc1, fc2, patch embed, merger
   double gelu = 0;         // the MLP's tanh GELU over [N][I] and the merger's erf GELU
+  double softmax = 0;      // the part of `attention` spent in softmax (estimated from a sample)
   double matmul_rate = 0;  // FLOP/s of fc1 alone: the roofline's rate
 };
 
@@ -217,8 +220,29 @@ PartTimes time_parts(const VisionWeights& w, const PatchGrid& g, int runs) {
   });
   u.resize(size_t(tokens) * w.merger_fc1.weight.rows);
   const double gelu_merger = best_seconds(runs, [&] { gelu_erf_in_place(u.data(), u.size()); });
+  // Softmax as the attention kernel runs it: per (head, block of 48 queries) item, each score
+  // row scaled and normalised over all F keys (F exponentials a row: heads * F^2 a block). A
+  // sample of items spread over the pool, scaled to all of them.
+  constexpr int kQueryBlock = 48;  // bidirectional_attention.cpp's
+  const size_t items = size_t((frame + kQueryBlock - 1) / kQueryBlock) * c.num_heads * g.t;
+  const size_t sample = std::min(items, size_t(4) * default_threads());
+  const float scale = shape.scale;
+  const double softmax_sample = best_seconds(runs, [&] {
+    default_pool().parallel_for(sample, [&](size_t begin, size_t end) {
+      std::vector<float> scores(size_t(kQueryBlock) * frame);  // not timed apart: filled once
+      for (size_t i = 0; i < scores.size(); ++i) scores[i] = random_value(13 + begin, i, 8.f);
+      for (size_t item = begin; item < end; ++item) {
+        for (int i = 0; i < kQueryBlock; ++i) {
+          float* row = &scores[size_t(i) * frame];
+          for (int j = 0; j < frame; ++j) row[j] *= scale;
+          softmax(row, size_t(frame));
+        }
+      }
+    });
+  });
   PartTimes p;
   p.attention = attention * c.depth;
+  p.softmax = softmax_sample * double(items) / double(sample) * c.depth;
   p.gelu = gelu_block * c.depth + gelu_merger;
   p.projections = block_linears * c.depth + once;
   p.matmul_rate = 2.0 * N * H * c.intermediate_size / fc1;
@@ -258,7 +282,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::string sizes_text = "512x512,1024x1024,1920x1080";
   int repeat = 3, threads = 0;
-  bool smoke = false;
+  bool smoke = false, parts_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -270,9 +294,13 @@ int main(int argc, char** argv) {
       threads = std::atoi(argv[++i]);
     } else if (arg == "--smoke") {
       smoke = true;
+    } else if (arg == "--parts-only") {
+      parts_only = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--sizes WxH,...] [--repeat N] [--threads T] [--smoke]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--sizes WxH,...] [--repeat N] [--threads T] [--smoke] [--parts-only]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -302,8 +330,10 @@ int main(int argc, char** argv) {
   std::printf(
       "| image | grid (patches) | tokens | runs | encode s (median) | CPU s | GFLOP | GFLOP/s | "
       "matmul "
-      "GFLOP/s | roofline s | of roofline | attention s (GFLOP/s) | projections s (GFLOP/s) | "
-      "GELU s | other s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "GFLOP/s | roofline s | of roofline | attention s (GFLOP/s) | of which softmax s | "
+      "projections "
+      "s (GFLOP/s) | GELU s | other s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+      "---|---|\n");
   std::vector<std::string> json;
   for (const Size& size : parse_sizes(sizes_text)) {
     const image::ResizedSize r =
@@ -311,7 +341,7 @@ int main(int argc, char** argv) {
     const PatchGrid grid{1, r.height / config.patch_size, r.width / config.patch_size};
     const int N = grid.patches(), tokens = N / config.merge_unit();
     const std::vector<float> pixels = random_floats(3, size_t(N) * config.patch_dim(), 1.f);
-    const int runs = std::max(1, repeat * 1024 / N);
+    const int runs = parts_only ? 0 : std::max(1, repeat * 1024 / N);
 
     std::vector<double> times, cpu_times;
     for (int i = 0; i < runs; ++i) {
@@ -325,7 +355,7 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    const double seconds = median(times), cpu_seconds = median(cpu_times);
+    const double seconds = runs ? median(times) : NAN, cpu_seconds = runs ? median(cpu_times) : NAN;
     // Matmuls are cheap next to the encoder: best of 3 even for the large images.
     const PartTimes parts = time_parts(tower.weights(), grid, 3);
     const Flops f = encoder_flops(config, grid);
@@ -334,11 +364,12 @@ int main(int argc, char** argv) {
     std::printf(
         "| %dx%d (to %dx%d) | %dx%d (%d) | %d | %d | %.3g | %.3g | %.1f | %.1f | %.1f | %.3g | "
         "%.0f%% | "
-        "%.3g (%.1f) | %.3g (%.1f) | %.3g | %.3g |\n",
+        "%.3g (%.1f) | %.3g | %.3g (%.1f) | %.3g | %.3g |\n",
         size.width, size.height, r.width, r.height, grid.h, grid.w, N, tokens, runs, seconds,
         cpu_seconds, f.total() / 1e9, f.total() / seconds / 1e9, parts.matmul_rate / 1e9, roofline,
         100 * roofline / seconds, parts.attention, f.attention / parts.attention / 1e9,
-        parts.projections, f.projections() / parts.projections / 1e9, parts.gelu, other);
+        parts.softmax, parts.projections, f.projections() / parts.projections / 1e9, parts.gelu,
+        other);
     std::fflush(stdout);
     char line[1024];
     std::snprintf(line, sizeof line,
@@ -346,11 +377,12 @@ int main(int argc, char** argv) {
                   "\"tokens\": %d, \"runs\": %d, \"encode_s\": %.4f, \"encode_cpu_s\": %.4f, "
                   "\"gflop\": %.2f, "
                   "\"attention_gflop\": %.2f, \"matmul_gflops\": %.2f, \"roofline_s\": %.4f, "
-                  "\"attention_s\": %.4f, \"projections_s\": %.4f, \"gelu_s\": %.4f, "
+                  "\"attention_s\": %.4f, \"softmax_s\": %.4f, \"projections_s\": %.4f, "
+                  "\"gelu_s\": %.4f, "
                   "\"threads\": %d}",
                   size.width, size.height, r.width, r.height, N, tokens, runs, seconds, cpu_seconds,
                   f.total() / 1e9, f.attention / 1e9, parts.matmul_rate / 1e9, roofline,
-                  parts.attention, parts.projections, parts.gelu, default_threads());
+                  parts.attention, parts.softmax, parts.projections, parts.gelu, default_threads());
     json.emplace_back(line);
   }
   for (const std::string& line : json) std::printf("json: %s\n", line.c_str());
