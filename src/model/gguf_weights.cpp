@@ -199,9 +199,11 @@ ModelConfig gguf_model_config(const GgufFile& file) {
     throw Error(file.path() + ": GGUF tensor token_embd.weight is missing or not 2-D");
   c.vocab_size = int(embed->ne[1]);
   c.tie_word_embeddings = file.find("output.weight") == nullptr;
-  // GGUF files carry no image_token_id; the vocabulary's <|image_pad|> is it (a llama.cpp
-  // Qwen3.5 file's tower comes as a separate mmproj file, ModelLoadOptions::mmproj).
-  if (const json* tokens = m.find("tokenizer.ggml.tokens"); tokens && tokens->is_array())
+  // GGUF files carry no image_token_id; a Qwen3.5 vocabulary's <|image_pad|> is it (the
+  // tower comes as a separate mmproj file, ModelLoadOptions::mmproj).
+  const json* tokens = m.find("tokenizer.ggml.tokens");
+  const bool vision_arch = c.arch == Architecture::kQwen3_5 || c.arch == Architecture::kQwen3_5Moe;
+  if (vision_arch && tokens && tokens->is_array())
     for (size_t id = 0; id < tokens->size(); ++id)
       if ((*tokens)[id] == "<|image_pad|>") c.image_token_id = int(id);
   if (c.hidden_size <= 0 || c.num_layers <= 0 || c.num_heads <= 0 || c.head_dim <= 0 ||
