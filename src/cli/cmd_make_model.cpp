@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "cli/command.h"
 #include "modelgen/gguf_model_writer.h"
+#include "modelgen/mmproj_writer.h"
 #include "modelgen/model_writer.h"
 #include "modelgen/script_model.h"
 
@@ -51,8 +52,8 @@ void add_shape_flags(CLI::App& app, ShapeFlags& f) {
                "add a multi-token-prediction head (mtp.*; Qwen3.5, Qwen3-Next; with --script, one "
                "that predicts the script's token after next)");
   app.add_flag("--vision", f.vision,
-               "add a tiny random vision tower (model.visual.*, Hugging Face layout; Qwen3.5) "
-               "and its vision_config");
+               "add a tiny random vision tower (model.visual.*, or mlx-vlm's vision_tower.* with "
+               "--layout mlx; Qwen3.5) and its vision_config");
   app.add_option("--vision-shape", f.vision_shape,
                  "with --vision: a real checkpoint's tower shape and preprocessor bounds instead "
                  "of the tiny one (qwen3.5-35b-a3b: about 0.8 GB in BF16, the default --dtype "
@@ -100,7 +101,7 @@ int run_make_model(int argc, char** argv) {
   CLI::App app{"Write a random model (or a scripted fixture model) with a small tokenizer",
                "make-model"};
   std::string out, arch = "qwen3_5_moe", layout = "hf", dtype, preset, script, template_arch;
-  std::string script_after_tool;
+  std::string script_after_tool, mmproj_out;
   std::string format = "safetensors", gguf_type = "f32";
   std::optional<int> bits, group_size;
   std::vector<std::string> omit_tensors;
@@ -130,6 +131,9 @@ int run_make_model(int argc, char** argv) {
   app.add_option("--omit-tensor", omit_tensors,
                  "leave this stored tensor out (repeatable), for a checkpoint with a part missing "
                  "as some converters leave one: e.g. mtp.norm.weight, blk.4.nextn.enorm.weight");
+  app.add_option("--mmproj-out", mmproj_out,
+                 "with --vision: also write the tower as a llama.cpp mmproj GGUF file (tensors in "
+                 "--dtype); --omit-tensor names starting v. or mm. apply to it");
   add_shape_flags(app, shape_flags);
   try {
     app.parse(argc, argv);
@@ -170,18 +174,30 @@ int run_make_model(int argc, char** argv) {
     options.quantization = QuantParams{bits.value_or(4), group_size.value_or(64)};
   options.seed = seed;
   options.shards = shards;
-  options.omit_tensors = omit_tensors;
   apply_shape_flags(shape_flags, options.shape);
+  if (!mmproj_out.empty() && !options.shape.vision) throw Error("--mmproj-out needs --vision");
+  // The mmproj's tensor names go to its writer, the others to the model's.
+  ModelOptions mmproj_options = options;
+  for (const std::string& name : omit_tensors)
+    (is_mmproj_tensor(name) && !mmproj_out.empty() ? mmproj_options : options)
+        .omit_tensors.push_back(name);
   if (format == "gguf") {
-    if (options.shape.vision)
-      throw Error("--vision writes safetensors only (a GGUF tower is a separate mmproj file)");
+    if (options.shape.vision && mmproj_out.empty())
+      throw Error(
+          "--vision with --format gguf needs --mmproj-out (llama.cpp keeps the tower in "
+          "a separate mmproj file)");
     write_random_gguf_model(options, parse_gguf_recipe(gguf_type), out);
     std::printf("wrote %s GGUF model to %s\n", arch_name(options.arch), out.c_str());
-    return 0;
+  } else if (format == "safetensors") {
+    write_random_model(options, out);
+    std::printf("wrote %s model to %s\n", arch_name(options.arch), out.c_str());
+  } else {
+    throw Error("--format must be safetensors or gguf");
   }
-  if (format != "safetensors") throw Error("--format must be safetensors or gguf");
-  write_random_model(options, out);
-  std::printf("wrote %s model to %s\n", arch_name(options.arch), out.c_str());
+  if (!mmproj_out.empty()) {
+    write_random_mmproj(mmproj_options, mmproj_out);
+    std::printf("wrote its vision tower as an mmproj to %s\n", mmproj_out.c_str());
+  }
   return 0;
 }
 

@@ -1,9 +1,9 @@
 #include "model/gguf_weights.h"
 
 #include <algorithm>
-#include <set>
 
 #include "base/error.h"
+#include "model/gguf_reader.h"
 #include "model/optional_parts.h"
 #include "model/weight_loader.h"
 
@@ -24,41 +24,6 @@ constexpr ArchName kArchitectures[] = {
     {"qwen3", Architecture::kQwen3, "qwen3"},
 };
 
-class Metadata {
- public:
-  explicit Metadata(const GgufFile& f) : f_(f) {}
-  const json* find(const std::string& key) const {
-    const auto& m = f_.metadata();
-    const auto it = m.find(key);
-    return it == m.end() ? nullptr : &*it;
-  }
-  int64_t integer(const std::string& key) const {
-    const json* v = find(key);
-    if (!v) throw Error(f_.path() + ": GGUF metadata key " + key + " is missing");
-    if (!v->is_number_integer())
-      throw Error(f_.path() + ": GGUF metadata " + key + " is not an integer");
-    return v->get<int64_t>();
-  }
-  int64_t integer(const std::string& key, int64_t fallback) const {
-    return find(key) ? integer(key) : fallback;
-  }
-  double number(const std::string& key, double fallback) const {
-    const json* v = find(key);
-    if (!v) return fallback;
-    if (!v->is_number()) throw Error(f_.path() + ": GGUF metadata " + key + " is not a number");
-    return v->get<double>();
-  }
-  std::string string(const std::string& key) const {
-    const json* v = find(key);
-    if (!v || !v->is_string())
-      throw Error(f_.path() + ": GGUF metadata key " + key + " is missing");
-    return v->get<std::string>();
-  }
-
- private:
-  const GgufFile& f_;
-};
-
 // Grouped value head g * r + j sits at tiled position j * Hk + g in llama.cpp's Qwen3.5 files.
 std::vector<int> tiled_position_of_grouped(int Hk, int Hv) {
   const int r = Hv / Hk;
@@ -67,110 +32,6 @@ std::vector<int> tiled_position_of_grouped(int Hk, int Hv) {
     for (int j = 0; j < r; ++j) position[g * r + j] = j * Hk + g;
   return position;
 }
-
-class GgufWeightReader {
- public:
-  GgufWeightReader(const GgufFile& file, const ModelConfig& config, ModelWeights& weights)
-      : f_(file), c_(config), w_(weights) {}
-
-  const GgufTensor& use(const std::string& name) {
-    const GgufTensor* t = f_.find(name);
-    if (!t) throw Error(f_.path() + ": tensor " + name + " is missing (GGUF)");
-    used_.insert(name);
-    return *t;
-  }
-  // use(), except that while an optional part loads (collect_missing) a missing tensor is
-  // recorded and null is returned.
-  const GgufTensor* take(const std::string& name) {
-    if (missing_ && !has(name)) {
-      missing_->add(name);
-      return nullptr;
-    }
-    return &use(name);
-  }
-  bool has(const std::string& name) const { return f_.find(name) != nullptr; }
-  bool has_prefix(const std::string& prefix) const {
-    for (const GgufTensor& t : f_.tensors())
-      if (t.name.starts_with(prefix)) return true;
-    return false;
-  }
-  // Missing tensors are recorded in `missing` (null: they throw) from now on.
-  void collect_missing(MissingTensors* missing) { missing_ = missing; }
-  // Tensors under `prefix` (a dropped optional part's) are not reported as unexpected.
-  void excuse_unused(const std::string& prefix) { excused_.push_back(prefix); }
-
-  // A [rows, cols] matrix, or expert `index` of a [E, rows, cols] stack.
-  WeightMatrix matrix(const std::string& name, int rows, int cols, int experts = 0, int index = 0) {
-    const GgufTensor* found = take(name);
-    if (!found) return {};
-    const GgufTensor& t = *found;
-    std::vector<int64_t> expected = {cols, rows};
-    if (experts) expected.push_back(experts);
-    // Trailing 1s are not significant in ggml shapes ([H] and [H, 1] are the same tensor).
-    if (squeezed(t.ne) != squeezed(expected)) fail(t, "wrong shape, expected " + dims(expected));
-    WeightMatrix m;
-    switch (t.type) {
-      case GgufType::kF32:
-        m.format = WeightFormat::kF32;
-        break;
-      case GgufType::kF16:
-        m.format = WeightFormat::kF16;
-        break;
-      case GgufType::kBF16:
-        m.format = WeightFormat::kBF16;
-        break;
-      default:
-        m.format = WeightFormat::kGguf;
-        m.gguf_type = t.type;
-    }
-    m.rows = rows;
-    m.cols = cols;
-    m.data = t.data + size_t(index) * rows * m.row_bytes();
-    return m;
-  }
-
-  // A float vector of n values (a [n] or [n, 1] tensor of any type).
-  std::vector<float> vector(const std::string& name, int64_t n) {
-    const GgufTensor* found = take(name);
-    if (!found) return std::vector<float>(n);
-    const GgufTensor& t = *found;
-    if (t.elements() != n || t.ne[0] != n)
-      fail(t, "wrong shape, expected [" + std::to_string(n) + "]");
-    std::vector<float> v(n);
-    gguf_dequantize(t.type, t.data, size_t(n), v.data());
-    return v;
-  }
-
-  void reject_unused() const {
-    for (const auto& t : f_.tensors()) {
-      const auto excused = [&t](const std::string& p) { return t.name.starts_with(p); };
-      if (!used_.count(t.name) && std::none_of(excused_.begin(), excused_.end(), excused))
-        throw Error(f_.path() + ": unexpected tensor " + t.describe() + " for " +
-                    architecture_name(c_.arch) + " (GGUF)");
-    }
-  }
-
-  [[noreturn]] void fail(const GgufTensor& t, const std::string& what) const {
-    throw Error(f_.path() + ": tensor " + t.describe() + ": " + what);
-  }
-
- private:
-  static std::vector<int64_t> squeezed(std::vector<int64_t> ne) {
-    while (ne.size() > 1 && ne.back() == 1) ne.pop_back();
-    return ne;
-  }
-  static std::string dims(const std::vector<int64_t>& ne) {
-    std::string s = "[";
-    for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-    return s + "]";
-  }
-  const GgufFile& f_;
-  const ModelConfig& c_;
-  ModelWeights& w_;
-  std::set<std::string> used_;
-  MissingTensors* missing_ = nullptr;
-  std::vector<std::string> excused_;
-};
 
 MlpWeights load_ffn(GgufWeightReader& r, const std::string& prefix, const std::string& suffix,
                     int H, int I) {
@@ -267,7 +128,7 @@ void load_delta_net(GgufWeightReader& r, const ModelConfig& c, const std::string
 }  // namespace
 
 ModelConfig gguf_model_config(const GgufFile& file) {
-  const Metadata m(file);
+  const GgufMetadata m(file);
   const std::string name = m.string("general.architecture");
   const ArchName* arch = nullptr;
   for (const ArchName& a : kArchitectures)
@@ -338,6 +199,13 @@ ModelConfig gguf_model_config(const GgufFile& file) {
     throw Error(file.path() + ": GGUF tensor token_embd.weight is missing or not 2-D");
   c.vocab_size = int(embed->ne[1]);
   c.tie_word_embeddings = file.find("output.weight") == nullptr;
+  // GGUF files carry no image_token_id; a Qwen3.5 vocabulary's <|image_pad|> is it (the
+  // tower comes as a separate mmproj file, ModelLoadOptions::mmproj).
+  const json* tokens = m.find("tokenizer.ggml.tokens");
+  const bool vision_arch = c.arch == Architecture::kQwen3_5 || c.arch == Architecture::kQwen3_5Moe;
+  if (vision_arch && tokens && tokens->is_array())
+    for (size_t id = 0; id < tokens->size(); ++id)
+      if ((*tokens)[id] == "<|image_pad|>") c.image_token_id = int(id);
   if (c.hidden_size <= 0 || c.num_layers <= 0 || c.num_heads <= 0 || c.head_dim <= 0 ||
       c.rotary_dim <= 0 || c.rotary_dim > c.head_dim)
     throw Error(file.path() + ": inconsistent GGUF hyper-parameters");
@@ -410,7 +278,7 @@ std::optional<MtpWeights> load_mtp(GgufWeightReader& r, const ModelConfig& c, Mo
 
 ModelWeights load_gguf_weights(const GgufFile& file, const ModelConfig& c) {
   ModelWeights weights;
-  GgufWeightReader r(file, c, weights);
+  GgufWeightReader r(file, architecture_name(c.arch));
   const int H = c.hidden_size;
   weights.embed = r.matrix("token_embd.weight", c.vocab_size, H);
   weights.final_norm = r.vector("output_norm.weight", H);

@@ -129,6 +129,7 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
     file->release_metadata();
     read_in(tensors_in_file_order(*file));
     model->gguf_ = std::move(file);
+    if (!options.mmproj.empty()) model->attach_mmproj(options.mmproj);
     return model;
   }
   model->config_ = ModelConfig::load(dir);
@@ -146,6 +147,7 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
       break;
   }
   read_in(tensors_in_file_order(*model->store_));
+  if (!options.mmproj.empty()) model->attach_mmproj(options.mmproj);
   return model;
 }
 

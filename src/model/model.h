@@ -31,6 +31,10 @@ using LoadProgress = std::function<void(uint64_t bytes_done, uint64_t bytes_tota
 // ("vulkan", "vulkan:N"; model/device_forward.h).
 struct ModelLoadOptions {
   std::string device = "cpu";
+  // A llama.cpp mmproj GGUF file holding the vision tower (mmproj_weights.h); it replaces a
+  // tower the checkpoint has. A file that is not GGUF fails the load; a tower in it that does
+  // not fit the model is dropped with a warning, as an optional part is.
+  std::string mmproj;
 };
 
 struct ForwardOptions {
@@ -165,11 +169,14 @@ class Model {
                   std::span<const SequenceImage> images, float* out) const;
   // Throws qmlx::Error unless every segment has a state of this model, none shared.
   void check_batch(std::span<const BatchSegment> segments) const;
+  // Loads the vision tower of ModelLoadOptions::mmproj in place of the checkpoint's.
+  void attach_mmproj(const std::string& path);
 
   std::string directory_;
   ModelConfig config_;
   std::unique_ptr<TensorStore> store_;
   std::shared_ptr<const GgufFile> gguf_;  // the mapping GGUF weights point into
+  std::shared_ptr<const GgufFile> mmproj_;  // the mapping an mmproj tower points into
   ModelWeights weights_;
   std::unique_ptr<DeviceForward> device_;
 };

@@ -1,5 +1,8 @@
 // Model's entry to the vision tower: the encoder itself is vision_encoder.cpp.
 #include "base/error.h"
+#include "base/logging.h"
+#include "model/gguf_file.h"
+#include "model/mmproj_weights.h"
 #include "model/model.h"
 
 namespace qmlx {
@@ -9,6 +12,17 @@ std::string Model::vision_unavailable_reason() const {
   if (!weights_.vision_dropped.empty())
     return "the model's vision tower is " + weights_.vision_dropped + " and was not loaded";
   return "the model has no vision tower";
+}
+
+void Model::attach_mmproj(const std::string& path) {
+  auto file = std::make_shared<GgufFile>(path);
+  if (weights_.vision)
+    log_info("model: the vision tower of --mmproj " + path + " replaces the checkpoint's");
+  weights_.vision.reset();
+  weights_.vision =
+      load_mmproj_vision(*file, config_.hidden_size, weights_, weights_.vision_dropped);
+  file->release_metadata();
+  mmproj_ = std::move(file);
 }
 
 std::vector<float> Model::encode_image(std::span<const float> pixel_values,

@@ -26,7 +26,7 @@ struct OptionalPart {
 // main stack (gguf_mtp_block).
 const OptionalPart& mtp_head_part();
 // The vision tower of the multimodal Qwen3.5 checkpoints: `model.visual.` (Hugging Face),
-// `visual.` (older exports), `vision_tower.` / `model.vision_tower.` (mlx-vlm; not read yet).
+// `visual.` (older exports), `vision_tower.` / `model.vision_tower.` (mlx-vlm).
 const OptionalPart& vision_tower_part();
 
 // The optional part a safetensors tensor belongs to, or null for a core tensor.

@@ -1,9 +1,11 @@
 // VisionWeights: every tensor of a Qwen3.5 vision tower (transformers' Qwen3_5VisionModel),
-// as the encoder (vision_encoder.h) reads them. Matrices stay views in their stored format;
-// biases and LayerNorm parameters are converted to float. Loaded from Hugging Face files
-// (`model.visual.*`, or `visual.*` at the top level) by load_vision_weights; mlx-vlm
-// conversions (`vision_tower.*`, MLX's channels-last convolution layout) and llama.cpp mmproj
-// GGUF files are not read yet.
+// as the encoder (vision_encoder.h) reads them. Matrices stay views in their stored format
+// (the patch embedding of layouts that reorder its axes is copied once, at load); biases and
+// LayerNorm parameters are converted to float. Three layouts hold a tower: Hugging Face files
+// (`model.visual.*`, or `visual.*` at the top level) and mlx-vlm conversions
+// (`vision_tower.*`, the patch embedding channels-last) are read by load_vision_weights;
+// llama.cpp mmproj GGUF files by load_mmproj_vision (mmproj_weights.h). Each layout is a
+// VisionTensorSource, and read_vision_tower is the one place that knows the tower's structure.
 #pragma once
 
 #include <optional>
@@ -49,6 +51,25 @@ struct VisionWeights {
   BiasedLinear merger_fc1;       // [4 * hidden, 4 * hidden]
   BiasedLinear merger_fc2;       // [out_hidden, 4 * hidden]
 };
+
+// Where a tower's tensors come from. Modules are named as in Hugging Face files
+// ("blocks.3.attn.qkv", "merger.linear_fc1", "pos_embed"); each source maps the names to its
+// layout's and undoes its transforms. Sources of an optional part record a missing tensor and
+// return an empty stand-in (optional_parts.h), and throw qmlx::Error on a malformed one.
+class VisionTensorSource {
+ public:
+  virtual ~VisionTensorSource() = default;
+  // `module`.weight as a [rows, cols] matrix.
+  virtual WeightMatrix matrix(const std::string& module, int rows, int cols) = 0;
+  // A float vector of n values, by tensor name ("merger.norm.bias").
+  virtual std::vector<float> vector(const std::string& tensor, int n) = 0;
+  // patch_embed.proj.weight as the [hidden, channels * temporal * patch * patch] matrix
+  // VisionWeights::patch_embed describes.
+  virtual WeightMatrix patch_embed(const VisionConfig& c) = 0;
+};
+
+// Reads a whole tower of shape `config` from `source`.
+VisionWeights read_vision_tower(VisionTensorSource& source, const VisionConfig& config);
 
 // The tower of a Qwen3.5 checkpoint when the config describes one and the files hold it whole.
 // A tower that is incomplete or malformed, whose vision_config does not parse, or whose output

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "model/axis_permutation.h"
 #include "model/optional_parts.h"
 
 namespace qmlx {
@@ -213,6 +214,16 @@ WeightMatrix WeightLoader::reshaped(const std::string& tensor, const std::vector
                                     int rows, int cols) {
   const TensorInfo* t = take(prefix_ + tensor);
   return t ? plain_shaped(*t, shape, rows, cols, 0) : WeightMatrix{};
+}
+
+WeightMatrix WeightLoader::transposed(const std::string& tensor, const std::vector<int64_t>& stored,
+                                      const std::vector<int>& axes, int rows, int cols) {
+  const TensorInfo* t = take(prefix_ + tensor);
+  if (!t) return {};
+  WeightMatrix m = plain_shaped(*t, stored, rows, cols, 0);
+  weights_.owned.push_back(transposed_elements(m.data, m.row_bytes() / size_t(cols), stored, axes));
+  m.data = weights_.owned.back().data();
+  return m;
 }
 
 std::vector<float> WeightLoader::vector(const std::string& tensor, int n) {

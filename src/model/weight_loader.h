@@ -29,6 +29,12 @@ class WeightLoader {
   // a convolution whose kernel covers its whole input patch is such a matrix.
   WeightMatrix reshaped(const std::string& tensor, const std::vector<int64_t>& shape, int rows,
                         int cols);
+  // A float tensor stored with shape `stored` whose axes, permuted by `axes` (numpy's
+  // transpose: axis i is stored axis axes[i]), are a row-major [rows, cols] matrix: copied
+  // once, at load, in its stored dtype, into storage the weights own. MLX's channels-last
+  // convolutions are such tensors.
+  WeightMatrix transposed(const std::string& tensor, const std::vector<int64_t>& stored,
+                          const std::vector<int>& axes, int rows, int cols);
   std::vector<float> vector(const std::string& tensor, int n);
   // A norm weight; zero-centred norms of raw checkpoints get their +1 here.
   std::vector<float> norm(const std::string& tensor, int n, bool zero_centred);

@@ -36,6 +36,21 @@ void for_each_matrix(ModelWeights& w, bool with_experts, F&& f) {
   }
 }
 
+// The vision tower's matrices. They are not tiled (the tower reads them for an image's rows,
+// never for one decode row), but an owned copy one reads (a patch embedding put in the
+// encoder's axis order at load) must stay.
+template <typename F>
+void for_each_vision_matrix(ModelWeights& w, F&& f) {
+  if (!w.vision) return;
+  VisionWeights& v = *w.vision;
+  f(v.patch_embed.weight);
+  f(v.pos_embed);
+  for (VisionBlockWeights& b : v.blocks)
+    for (BiasedLinear* l : {&b.qkv, &b.proj, &b.fc1, &b.fc2}) f(l->weight);
+  f(v.merger_fc1.weight);
+  f(v.merger_fc2.weight);
+}
+
 // The bytes a stored matrix takes: codes (with their scales, for GGUF), affine scales, biases.
 std::vector<ByteRange> stored_ranges(const WeightMatrix& m) {
   const ByteRange codes{m.data, size_t(m.rows) * m.row_bytes()};
@@ -113,14 +128,17 @@ std::vector<ByteRange> tile_affine_weights(ModelWeights& weights,
     }
     if (progress) progress(done);
   });
-  // Owned copies (rows re-ordered at load) that were tiled are no longer read.
+  // Owned copies (rows re-ordered at load) that were tiled are no longer read; the tower's
+  // are.
   std::vector<ByteRange> owned;
   for (const std::vector<uint8_t>& buffer : weights.owned) owned.push_back({buffer.data(), buffer.size()});
   std::vector<bool> in_use(owned.size(), false);
-  for_each_matrix(weights, true, [&](WeightMatrix& m) {
+  const auto mark_in_use = [&](WeightMatrix& m) {
     for (const uint8_t* p : {m.data, m.scales, m.biases})
       for (size_t i = 0; i < owned.size(); ++i) in_use[i] = in_use[i] || inside(p, owned[i]);
-  });
+  };
+  for_each_matrix(weights, true, mark_in_use);
+  for_each_vision_matrix(weights, mark_in_use);
   for (size_t i = 0; i < owned.size(); ++i)
     if (!in_use[i]) std::vector<uint8_t>().swap(weights.owned[i]);
   return merged(std::move(copied));

@@ -427,7 +427,8 @@ void write_random_gguf_model(const ModelOptions& options, const GgufRecipe& reci
   validate_options(options);
   const Vocabulary vocabulary = Vocabulary::demo();
   const LogicalModel weights =
-      random_logical_model(options.arch, options.shape, options.seed, vocabulary.size());
+      random_logical_model(options.arch, options.shape, options.seed,
+                           vocabulary.rows_in_use(options.shape.vision));
   write_gguf_model(options, recipe, weights, vocabulary, chat_template_for(options.arch), path);
 }
 

@@ -133,8 +133,6 @@ void validate_options(const ModelOptions& options) {
   if (s.vision) {
     const VisionShape& v = s.vision_tower;
     require(is_qwen35_family(options.arch), "--vision needs a Qwen3.5 --arch");
-    require(options.layout == Layout::kHF,
-            "--vision writes the Hugging Face layout only (mlx-vlm's vision_tower.* not yet)");
     require(v.depth > 0 && v.heads > 0 && v.hidden % v.heads == 0 && (v.hidden / v.heads) % 4 == 0,
             "vision tower: heads must divide its width into head dims that are multiples of 4");
   }

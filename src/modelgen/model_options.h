@@ -80,7 +80,8 @@ struct ModelShape {
   // A multi-token-prediction head (`mtp.*`: one full-attention layer), as Qwen3.5 / Qwen3-Next
   // checkpoints ship.
   bool mtp = false;
-  // A vision tower (`model.visual.*`, Hugging Face layout), as every Qwen3.5 checkpoint ships.
+  // A vision tower (`model.visual.*`, or mlx-vlm's `vision_tower.*` with the MLX layout), as
+  // every Qwen3.5 checkpoint ships.
   bool vision = false;
   VisionShape vision_tower;
   // Explicit per-layer kinds; empty means "full attention iff (i+1) % interval == 0".

@@ -65,7 +65,8 @@ void write_random_model(const ModelOptions& options, const std::string& out_dir)
   validate_options(options);
   const Vocabulary vocabulary = Vocabulary::demo();
   const LogicalModel weights =
-      random_logical_model(options.arch, options.shape, options.seed, vocabulary.size());
+      random_logical_model(options.arch, options.shape, options.seed,
+                           vocabulary.rows_in_use(options.shape.vision));
   write_model_folder(options, weights, vocabulary, chat_template_for(options.arch), out_dir);
 }
 

@@ -42,6 +42,8 @@ const std::vector<std::string>& qwen_special_tokens() {
   return tokens;
 }
 
+constexpr int kVisionSpecialCount = 4;  // the last four of qwen_special_tokens()
+
 bool qwen_special_is_flagged(size_t index) {
   const std::string& token = qwen_special_tokens().at(index);
   return token.starts_with("<|") && token.ends_with("|>");
@@ -84,6 +86,10 @@ int Vocabulary::special_id(const std::string& content) const {
 
 int Vocabulary::size() const {
   return plain_count() + static_cast<int>(qwen_special_tokens().size());
+}
+
+int Vocabulary::rows_in_use(bool vision) const {
+  return vision ? size() : size() - kVisionSpecialCount;
 }
 
 json tokenizer_json(const Vocabulary& vocabulary, Arch arch) {

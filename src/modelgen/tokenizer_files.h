@@ -33,6 +33,10 @@ class Vocabulary {
   std::optional<int> plain_id(const std::string& byte_level) const;
   int special_id(const std::string& content) const;  // throws for an unknown special
   int size() const;                                  // plain tokens + specials
+  // The tokens a random model gives weights to: all of them, or, for a model without a vision
+  // tower, all but the vision markers (the last specials), whose rows then stay zero like the
+  // padding rows, so such a model keeps the weights it had before the markers existed.
+  int rows_in_use(bool vision) const;
   int plain_count() const { return static_cast<int>(tokens_.size()); }
   const std::string& plain_token(int id) const { return tokens_.at(id); }
   const std::vector<Merge>& merges() const { return merges_; }

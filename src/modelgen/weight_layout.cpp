@@ -1,5 +1,6 @@
 #include "modelgen/weight_layout.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -42,6 +43,25 @@ Values shifted(Values values, float delta) {
   };
 }
 
+// A convolution weight [out, in, k...] as MLX stores it, channels last: [out, k..., in].
+std::vector<int64_t> channels_last_shape(std::vector<int64_t> shape) {
+  std::rotate(shape.begin() + 1, shape.begin() + 2, shape.end());
+  return shape;
+}
+Values channels_last(const LogicalTensor& conv) {
+  return [values = conv.values, shape = conv.shape] {
+    const auto in = values();
+    const int64_t out_channels = shape[0], channels = shape[1];
+    const int64_t kernel = int64_t(in.size()) / (out_channels * channels);
+    std::vector<float> out(in.size());
+    for (int64_t o = 0; o < out_channels; ++o)
+      for (int64_t c = 0; c < channels; ++c)
+        for (int64_t k = 0; k < kernel; ++k)
+          out[(o * kernel + k) * channels + c] = in[(o * channels + c) * kernel + k];
+    return out;
+  };
+}
+
 // Appends rows [row_begin, row_begin + row_count) of a row-major matrix with `cols` columns.
 void append_rows(const std::vector<float>& matrix, int64_t cols, int64_t row_begin,
                  int64_t row_count, std::vector<float>& out) {
@@ -68,9 +88,16 @@ class Layouter {
     }
     if (s_.vision) {
       // Stored as built: Linear weights and biases, plain LayerNorms, the Conv3d in PyTorch's
-      // layout.
-      for (const auto& [name, tensor] : model_.tensors())
-        if (name.rfind("visual.", 0) == 0) emit(name, tensor.shape, tensor.values, false);
+      // layout in HF files and channels-last in MLX ones (mlx-vlm's sanitize transposes it
+      // for MLX's Conv3d). Never quantized: mlx-vlm skips `vision_tower` modules.
+      for (const auto& [name, tensor] : model_.tensors()) {
+        if (name.rfind("visual.", 0) != 0) continue;
+        if (name == "visual.patch_embed.proj.weight" && options_.layout == Layout::kMLX) {
+          emit(name, channels_last_shape(tensor.shape), channels_last(tensor), false);
+        } else {
+          emit(name, tensor.shape, tensor.values, false);
+        }
+      }
     }
     return std::move(out_);
   }
@@ -84,8 +111,9 @@ class Layouter {
     // read `mtp.*`); MLX files put it where mlx-lm's sanitize moves Qwen3.5's top-level names.
     if (name.rfind("mtp.", 0) == 0)
       return is_qwen35_family(options_.arch) && !hf ? "language_model." + name : name;
-    // The vision tower: `model.visual.*` in HF files (validate_options refuses --vision with MLX).
-    if (name.rfind("visual.", 0) == 0) return "model." + name;
+    // The vision tower: `model.visual.*` in HF files, `vision_tower.*` in mlx-vlm's.
+    if (name.rfind("visual.", 0) == 0)
+      return hf ? "model." + name : "vision_tower." + name.substr(std::string("visual.").size());
     if (!is_qwen35_family(options_.arch)) return "model." + name;
     return (hf ? "model.language_model." : "language_model.model.") + name;
   }

@@ -9,7 +9,9 @@
 //    the router and shared-expert gate at 8 bits / group 64 as mlx-lm does.
 //  - An MTP head (`mtp.*`) is laid out like a layer: at the top level in HF files (where vLLM
 //    reads it), under `language_model.mtp.` in MLX Qwen3.5 files and `mtp.` in MLX Qwen3-Next.
-//  - A vision tower (`visual.*`) goes under `model.visual.` in HF files, tensor for tensor.
+//  - A vision tower (`visual.*`) goes under `model.visual.` in HF files, tensor for tensor, and
+//    under `vision_tower.` in MLX files as mlx-vlm writes it (unquantized, the patch
+//    embedding's Conv3d channels-last: [hidden, temporal, patch, patch, channels]).
 #pragma once
 
 #include <vector>

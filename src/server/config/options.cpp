@@ -288,6 +288,10 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
   app.add_option("--device", options.device,
                  "Where the forward pass runs: cpu (default), vulkan (the first Vulkan device that can run it, a discrete GPU before an integrated one or lavapipe) or vulkan:N (qmlx devices lists them)")
       ->capture_default_str();
+  app.add_option("--mmproj", options.mmproj,
+                 "A llama.cpp mmproj GGUF file holding the vision tower (Qwen3-VL / Qwen3.5 "
+                 "merger): images are read with it, in place of the checkpoint's own tower. One "
+                 "that does not fit the model is dropped with a warning; text still serves");
   std::string kv_cache_dtype = dtype_name(options.kv_cache_dtype);
   app.add_option("--kv-cache-dtype", kv_cache_dtype,
                  "K/V cache storage: bf16, or int8 (codes + a float32 scale per row and head: "

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/session_state.h"
+#include "model/sequence_image.h"
 
 namespace qmlx::server {
 
@@ -68,7 +69,14 @@ struct CacheLookupResult {
 // adds its new message (the reply re-rendered as history: stripped reasoning, normalised tool
 // calls), once for each role the next message may have, likeliest first. Computed lazily, in
 // idle time; empty when the route has no conversation.
-using CanonicalHistory = std::function<std::vector<std::vector<int32_t>>()>;
+struct CanonicalHistories {
+  std::vector<std::vector<int32_t>> ids;
+  // The images in them (all begin with the prompt's messages, so an image sits on the same rows
+  // in each), placed as InferenceSession::set_images takes them, with the vision tower's rows
+  // for those that end after `from_row` (where the pre-fill starts); null for text.
+  std::function<std::vector<SequenceImage>(int64_t from_row)> images;
+};
+using CanonicalHistory = std::function<CanonicalHistories()>;
 
 // Asked by idle work before each step: true when it must stop because a request waits or the
 // server stops, unless the waiting request's prompt begins with `needed` (work that request

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "base/error.h"
 #include "base/json_depth.h"
+#include "server/scheduling/prompt_images.h"
 
 namespace qmlx::server {
 namespace {
@@ -76,11 +78,11 @@ std::vector<int32_t> render_before(const ModelRuntime& runtime, const ordered_js
 
 }  // namespace
 
-std::vector<std::vector<int32_t>> render_canonical_histories(const ModelRuntime& runtime,
-                                                             const ordered_json& messages,
-                                                             const ordered_json& tools,
-                                                             const ordered_json& kwargs,
-                                                             const ParsedOutput& reply) {
+std::vector<std::vector<int32_t>> render_canonical_histories(
+    const ModelRuntime& runtime, const ordered_json& messages, const ordered_json& tools,
+    const ordered_json& kwargs, const ParsedOutput& reply,
+    std::span<const std::shared_ptr<const image::VisionInput>> images,
+    std::vector<PromptImage>* placed) {
   if (reply.content.empty() && reply.reasoning.empty() && reply.tool_calls.empty()) return {};
   if (!runtime.tokenizer) return {};
   auto marker = runtime.tokenizer->token_id("<|im_start|>");
@@ -94,6 +96,17 @@ std::vector<std::vector<int32_t>> render_canonical_histories(const ModelRuntime&
   std::vector<std::vector<int32_t>> histories;
   for (NextRole role : {likely, other}) {
     auto ids = render_before(runtime, messages, tools, kwargs, reply, role, *marker);
+    if (!images.empty() && !ids.empty()) {
+      RenderedPrompt history;
+      history.ids = std::move(ids);
+      try {
+        place_prompt_images(history, images, runtime.image_pad_id);
+      } catch (const Error&) {
+        continue;  // the rendering holds another number of pads: nothing safe to pre-fill
+      }
+      if (placed) *placed = std::move(history.images);
+      ids = std::move(history.ids);
+    }
     if (!ids.empty() && std::find(histories.begin(), histories.end(), ids) == histories.end())
       histories.push_back(std::move(ids));
   }

@@ -411,12 +411,18 @@ class Run {
   // Renders, when the cache asks (in idle time), how the next turn will show this reply.
   CanonicalHistory next_turn_renderer() const {
     if (request_.route == Route::kCompletions || !reply_) return {};
-    // A rendering of the history re-tokenizes its text, in which an image is one pad: its
-    // pads and their keys are not there to pre-fill.
-    if (!request_.images.empty()) return {};
     return [&runtime = runtime_, messages = request_.messages, tools = request_.tools,
-            kwargs = request_.template_kwargs, reply = *reply_] {
-      return render_canonical_histories(runtime, messages, tools, kwargs, reply);
+            kwargs = request_.template_kwargs, reply = *reply_, images = request_.images] {
+      CanonicalHistories out;
+      std::vector<PromptImage> placed;
+      out.ids = render_canonical_histories(runtime, messages, tools, kwargs, reply, images,
+                                           &placed);
+      if (!placed.empty() && runtime.encode_images) {
+        out.images = [&runtime, placed = std::move(placed)](int64_t from_row) {
+          return runtime.encode_images(placed, from_row).images;
+        };
+      }
+      return out;
     };
   }
 

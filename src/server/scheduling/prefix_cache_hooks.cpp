@@ -356,18 +356,26 @@ void PrefixCacheHooks::on_idle(InferenceSession& session, const IdlePreemption& 
   // conversation: it must not wait for this one's rendering.
   if (!render || !cache_.config().enabled() || preempted(head)) return;
   // Each history on its own: a waiting request may need the second and not the first.
-  for (const std::vector<int32_t>& ids : render()) prefill_history(seq, ids, session, preempted);
+  const CanonicalHistories histories = render();
+  for (const std::vector<int32_t>& ids : histories.ids) {
+    prefill_history(seq, ids, histories.images, session, preempted);
+  }
 }
 
 void PrefixCacheHooks::prefill_history(Sequence& seq, const std::vector<int32_t>& ids,
-                                       InferenceSession& session, const IdlePreemption& preempted) {
+                                       const CanonicalImages& images, InferenceSession& session,
+                                       const IdlePreemption& preempted) {
   // A waiting request that begins with this history would prefill it anyway: finish it first.
   if (preempted(ids)) return;
   std::vector<ResumePoint> points = cache_.lookup(ids);
   if (!points.empty() && points.front().position == int64_t(ids.size())) return;  // stored
+  // As a request does: the images placed before the restore, encoded after it where the
+  // pre-fill needs them (usually none: the live session holds the prompt).
+  if (images) session.set_images(images(INT64_MAX));
   RestoreResult restored =
       cache_.restore(ids, session.state_sink(), {live_prefix(seq, ids, session), /*quiet=*/true});
   int64_t position = restored.hit ? restored.cached_tokens : 0;
+  if (images) session.set_images(images(position));
   seq.live.assign(ids.begin(), ids.begin() + position);
   while (position < int64_t(ids.size())) {
     // Pre-empted halfway, the session keeps what is done (seq.live says what): a request that

@@ -93,7 +93,9 @@ class PrefixCacheHooks : public CacheHooks {
                              const InferenceSession& session);
   // Pre-fills one canonical history from the live session or its deepest resume point and
   // snapshots it, unless a request that does not need it pre-empts it.
-  void prefill_history(Sequence& seq, const std::vector<int32_t>& ids, InferenceSession& session,
+  using CanonicalImages = std::function<std::vector<SequenceImage>(int64_t from_row)>;
+  void prefill_history(Sequence& seq, const std::vector<int32_t>& ids,
+                       const CanonicalImages& images, InferenceSession& session,
                        const IdlePreemption& preempted);
 
   // A prompt being prefilled now, for requests that share its prefix: the tokens fed or being

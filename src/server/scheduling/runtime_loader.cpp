@@ -248,6 +248,7 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
   ProgressDisplay progress = weights_progress(options);
   ModelLoadOptions load_options;
   load_options.device = options.device;
+  load_options.mmproj = options.mmproj;
   std::shared_ptr<const Model> model = Model::load(
       model_dir, [&progress](uint64_t done, uint64_t total) { progress.update(done, total); },
       load_options);

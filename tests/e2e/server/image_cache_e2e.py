@@ -4,7 +4,8 @@ model with a vision tower (make-model --vision), temperature 0:
   1. a server without any cache gives the reference replies: turn 1 (text + image A), turn 2
      (turn 1's history, its reply, a new question), and turn 2 with image B where A was;
   2. a cached server: turn 2 HITs past the image (its pads restored, the image not encoded again)
-     with the cold reply; turn 2 with image B never restores past B's first pad and gives B's
+     with the cold reply, and from the idle pre-filled canonical history when the client sends
+     the reply back as given; turn 2 with image B never restores past B's first pad and gives B's
      cold reply; the same image in a new conversation is not encoded again (the encoder-output
      cache); every log line says images= and images_encoded=;
   3. the cached server restarted on its disk: turn 2 HITs from the disk with the cold reply;
@@ -55,20 +56,27 @@ IMAGE_B = base64.b64encode(png(96, 64, 2)).decode()
 SYSTEM = "You are a coding agent. Look at screenshots carefully. " * 12
 
 
-def chat_messages(image, turn, reply1=None):
+def chat_messages(image, turn, reply1=None, verbatim=False):
     messages = [{"role": "system", "content": SYSTEM},
                 {"role": "user", "content": [
                     {"type": "text", "text": "What does this screenshot show?"},
                     {"type": "image_url", "image_url": {"url": "data:image/png;base64," + image}}]}]
     if turn == 2:
-        messages += [{"role": "assistant", "content": reply1.content},
+        assistant = {"role": "assistant", "content": reply1.content}
+        if verbatim:  # the reply as the server gave it (content and reasoning apart)
+            assistant = {"role": "assistant", "content": reply1.message.get("content") or "",
+                         "reasoning_content": reply1.message.get("reasoning_content") or ""}
+        messages += [assistant,
                      {"role": "user", "content": "And what should I click next?"}]
     return messages
 
 
 class Reply:
-    def __init__(self, content, key):
-        self.content, self.key = content, key
+    def __init__(self, message, key):
+        self.message, self.key = message, key
+        # As a client that keeps only the text sends it back (the tiny model may put every
+        # token in the reasoning).
+        self.content = message.get("content") or message.get("reasoning_content") or ""
 
     def __eq__(self, other):
         return self.key == other.key
@@ -115,8 +123,7 @@ class Server:
         choice = d["choices"][0]
         message = choice["message"]
         text = (message.get("reasoning_content") or "") + "|" + (message.get("content") or "")
-        return Reply(message.get("content") or message.get("reasoning_content") or "",
-                     text + "|" + json.dumps(choice.get("logprobs"), sort_keys=True)), \
+        return Reply(message, text + "|" + json.dumps(choice.get("logprobs"), sort_keys=True)), \
             d["usage"]["prompt_tokens_details"]["cached_tokens"]
 
     def last_log_line(self):
@@ -158,6 +165,7 @@ cold2b, _ = cold.chat(chat_messages(IMAGE_B, 2, cold1))
 line = cold.last_log_line()
 if log_field(line, "images") != "1" or log_field(line, "images_encoded") != "1":
     fail("a cold request with one image must encode it: " + line)
+cold2v, _ = cold.chat(chat_messages(IMAGE_A, 2, cold1, verbatim=True))
 cold.stop()
 if cold2 == cold2b:
     fail("image A and image B give the same logits: the image does not reach the model")
@@ -172,6 +180,7 @@ if text != cold1:
     fail("turn 1 differs from cold: %r vs %r" % (text, cold1))
 text, cached = warm.chat(chat_messages(IMAGE_A, 2, cold1))
 line = warm.last_log_line()
+prefill2 = int(log_field(line, "prefill"))
 if text != cold2:
     fail("warm turn 2 differs from cold: %r vs %r" % (text, cold2))
 prompt = int(log_field(line, "prompt"))
@@ -191,6 +200,21 @@ if cached_b >= cached:
     fail("image B restored as deep as image A (%d >= %d): the image is not in the cache key"
          % (cached_b, cached))
 print("ok image B in A's place: restored only %d tokens (before the image), cold reply" % cached_b)
+
+# The reply sent back as the server gave it: the next turn resumes from the canonical history
+# pre-filled in idle time (the reply re-rendered as history), images and all.
+warm.chat(chat_messages(IMAGE_A, 1))
+text, cached_v = warm.chat(chat_messages(IMAGE_A, 2, cold1, verbatim=True))
+line = warm.last_log_line()
+if text != cold2v:
+    fail("turn 2 after the canonical history differs from cold: %r vs %r" % (text, cold2v))
+# The pre-filled history is in the slot's live session (kind live) or its checkpoint; either way
+# the reply (10 tokens) is not prefilled again, as it is when the client rewrote it.
+if log_field(line, "kind") not in ("canonical_history", "live") or \
+        int(log_field(line, "prefill")) + 10 > prefill2:
+    fail("turn 2 did not resume from the canonical history: " + line)
+print("ok turn 2 from the canonical history pre-filled with the image (%d tokens, prefill %s)"
+      % (cached_v, log_field(line, "prefill")))
 
 other = [{"role": "user", "content": [
     {"type": "image_url", "image_url": {"url": "data:image/png;base64," + IMAGE_A}},
