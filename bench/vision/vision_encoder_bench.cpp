@@ -235,7 +235,7 @@ PartTimes time_parts(const VisionWeights& w, const PatchGrid& g, int runs) {
         for (int i = 0; i < kQueryBlock; ++i) {
           float* row = &scores[size_t(i) * frame];
           for (int j = 0; j < frame; ++j) row[j] *= scale;
-          softmax(row, size_t(frame));
+          softmax_vector_exp(row, size_t(frame));  // as bidirectional_attention
         }
       }
     });

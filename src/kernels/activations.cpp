@@ -1,6 +1,8 @@
 #include "kernels/activations.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "kernels/simd.h"
 
@@ -52,6 +54,29 @@ void softmax(float* x, size_t n) {
   }
   float inv = 1.f / s;
   for (size_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void softmax_vector_exp(float* x, size_t n) {
+  size_t i = 0;
+  __m256 m8 = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (; i + 8 <= n; i += 8) m8 = _mm256_max_ps(m8, _mm256_loadu_ps(x + i));
+  float lanes[8];
+  _mm256_storeu_ps(lanes, m8);
+  float m = *std::max_element(lanes, lanes + 8);
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  const __m256 shift = _mm256_set1_ps(m);
+  __m256 total = _mm256_setzero_ps();
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 e = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(x + i), shift));
+    _mm256_storeu_ps(x + i, e);
+    total = _mm256_add_ps(total, e);
+  }
+  float sum = simd::hsum(total);
+  for (; i < n; ++i) sum += x[i] = std::exp(x[i] - m);
+  const __m256 inv = _mm256_set1_ps(1.f / sum);
+  for (i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+  for (; i < n; ++i) x[i] *= 1.f / sum;
 }
 
 }  // namespace qmlx

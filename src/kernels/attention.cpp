@@ -64,31 +64,6 @@ void attend_single_row(const AttentionShape& s, const float* q, const void* k_ca
 // this loop, not the conversion, is what int8 rows make cheaper: half the bytes.
 constexpr int kValueBlock = 64;
 
-// softmax over n scores with the vector exp the prefill path uses (decode at 32k context has
-// 32k scores per query head; the scalar std::exp took a fifth of the step).
-void softmax_scores(float* x, size_t n) {
-  size_t i = 0;
-  __m256 m8 = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  for (; i + 8 <= n; i += 8) m8 = _mm256_max_ps(m8, _mm256_loadu_ps(x + i));
-  float lanes[8];
-  _mm256_storeu_ps(lanes, m8);
-  float m = *std::max_element(lanes, lanes + 8);
-  for (; i < n; ++i) m = std::max(m, x[i]);
-  const __m256 shift = _mm256_set1_ps(m);
-  __m256 total = _mm256_setzero_ps();
-  for (i = 0; i + 8 <= n; i += 8) {
-    const __m256 e = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(x + i), shift));
-    _mm256_storeu_ps(x + i, e);
-    total = _mm256_add_ps(total, e);
-  }
-  float sum = simd::hsum(total);
-  for (; i < n; ++i) sum += x[i] = std::exp(x[i] - m);
-  const __m256 inv = _mm256_set1_ps(1.f / sum);
-  for (i = 0; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
-  for (; i < n; ++i) x[i] *= 1.f / sum;
-}
-
 // Q K^T of C query heads (qc: [C][D]) against R consecutive key rows from p on: C x R dot
 // products in registers, so each k load feeds C FMAs and each q load R.
 template <KvType T, int C, int R>
@@ -137,7 +112,7 @@ void attend_single_row_in_place(const AttentionShape& s, const float* q, const v
         for (; p < n; ++p)
           score_rows<T, C, 1>(qc, keys + p * row_bytes, row_bytes, D, s.scale, p, n, sc);
       }
-      for (int g = 0; g < group; ++g) softmax_scores(scores.data() + g * n, n);
+      for (int g = 0; g < group; ++g) softmax_vector_exp(scores.data() + g * n, n);
       std::fill(og, og + size_t(group) * D, 0.f);
       for (size_t p0 = 0; p0 < n; p0 += kValueBlock) {
         const size_t p_end = std::min(n, p0 + kValueBlock);

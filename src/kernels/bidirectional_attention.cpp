@@ -65,7 +65,7 @@ void bidirectional_attention(const BidirectionalAttentionShape& s, const float* 
       for (int i = 0; i < rows; ++i) {
         float* row = &scores[size_t(i) * s.T];
         for (int j = 0; j < s.T; ++j) row[j] *= s.scale;
-        softmax(row, size_t(s.T));
+        softmax_vector_exp(row, size_t(s.T));
       }
       matmul_serial(scores.data(), rows, f32_view(r.v_t, s.D, s.T), head_out.data(), 0);
       for (int i = 0; i < rows; ++i)

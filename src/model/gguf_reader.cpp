@@ -60,6 +60,19 @@ bool GgufWeightReader::has_prefix(const std::string& prefix) const {
   return false;
 }
 
+WeightFormat weight_format_of(GgufType type) {
+  switch (type) {
+    case GgufType::kF32:
+      return WeightFormat::kF32;
+    case GgufType::kF16:
+      return WeightFormat::kF16;
+    case GgufType::kBF16:
+      return WeightFormat::kBF16;
+    default:
+      return WeightFormat::kGguf;
+  }
+}
+
 WeightMatrix GgufWeightReader::matrix(const std::string& name, int rows, int cols, int experts,
                                       int index) {
   const GgufTensor* found = take(name);
@@ -69,20 +82,8 @@ WeightMatrix GgufWeightReader::matrix(const std::string& name, int rows, int col
   if (experts) expected.push_back(experts);
   if (squeezed(t.ne) != squeezed(expected)) fail(t, "wrong shape, expected " + dims(expected));
   WeightMatrix m;
-  switch (t.type) {
-    case GgufType::kF32:
-      m.format = WeightFormat::kF32;
-      break;
-    case GgufType::kF16:
-      m.format = WeightFormat::kF16;
-      break;
-    case GgufType::kBF16:
-      m.format = WeightFormat::kBF16;
-      break;
-    default:
-      m.format = WeightFormat::kGguf;
-      m.gguf_type = t.type;
-  }
+  m.format = weight_format_of(t.type);
+  if (m.format == WeightFormat::kGguf) m.gguf_type = t.type;
   m.rows = rows;
   m.cols = cols;
   m.data = t.data + size_t(index) * rows * m.row_bytes();

@@ -33,6 +33,10 @@ class GgufMetadata {
   const GgufFile& f_;
 };
 
+// How a tensor of this GGUF type is read as a WeightMatrix: F32, F16 and BF16 as plain rows,
+// every other type as its GGUF blocks (WeightMatrix::gguf_type).
+WeightFormat weight_format_of(GgufType type);
+
 class GgufWeightReader {
  public:
   // `kind` names what the file should hold, for the unexpected-tensor error ("qwen35").

@@ -66,21 +66,11 @@ class MmprojTower : public VisionTensorSource {
       if (t->type != first->type) r_.fail(*t, "the two temporal slices differ in type");
     }
     WeightMatrix m;
-    size_t elem = 2;
-    switch (first->type) {
-      case GgufType::kF32:
-        m.format = WeightFormat::kF32;
-        elem = 4;
-        break;
-      case GgufType::kF16:
-        m.format = WeightFormat::kF16;
-        break;
-      case GgufType::kBF16:
-        m.format = WeightFormat::kBF16;
-        break;
-      default:
-        r_.fail(*first, "the patch embedding must be F32, F16 or BF16");
+    m.format = weight_format_of(first->type);
+    if (m.format == WeightFormat::kGguf) {
+      r_.fail(*first, "the patch embedding must be F32, F16 or BF16");
     }
+    const size_t elem = m.format == WeightFormat::kF32 ? 4 : 2;
     std::vector<uint8_t> slices(first->data, first->data + first->bytes);
     slices.insert(slices.end(), second->data, second->data + second->bytes);
     owner_.owned.push_back(

@@ -14,6 +14,7 @@
 #include "model/optional_parts.h"
 #include "modelgen/gguf_model_writer.h"
 #include "modelgen/model_writer.h"
+#include "captured_log.h"
 #include "tiny_model.h"
 
 namespace qmlx {
@@ -44,19 +45,7 @@ std::vector<float> logits_of(const Model& model) {
 
 // The warning lines (log level warn) of what `f` wrote to stderr.
 std::vector<std::string> warnings_of(const std::function<void()>& f) {
-  ::testing::internal::CaptureStderr();
-  f();
-  std::vector<std::string> lines;
-  std::string text = ::testing::internal::GetCapturedStderr(), line;
-  for (char ch : text) {
-    if (ch != '\n') {
-      line += ch;
-      continue;
-    }
-    if (line.find(" warn ") != std::string::npos) lines.push_back(line);
-    line.clear();
-  }
-  return lines;
+  return testing::lines_containing(testing::stderr_lines(f), " warn ");
 }
 
 // A copy of the checkpoint in `from` with `edit` applied to each tensor (false drops it), plus

@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "modelgen/mmproj_writer.h"
 #include "modelgen/model_writer.h"
+#include "captured_log.h"
 #include "tiny_model.h"
 
 namespace qmlx {
@@ -48,29 +49,8 @@ std::vector<float> logits_of(const Model& model) {
   return logits;
 }
 
-// What `f` wrote to stderr, split into lines.
-std::vector<std::string> stderr_lines(const std::function<void()>& f) {
-  ::testing::internal::CaptureStderr();
-  f();
-  std::vector<std::string> lines;
-  std::string text = ::testing::internal::GetCapturedStderr(), line;
-  for (char ch : text) {
-    if (ch != '\n') {
-      line += ch;
-    } else {
-      lines.push_back(line);
-      line.clear();
-    }
-  }
-  return lines;
-}
-
-std::vector<std::string> containing(const std::vector<std::string>& lines, const std::string& s) {
-  std::vector<std::string> out;
-  for (const auto& line : lines)
-    if (line.find(s) != std::string::npos) out.push_back(line);
-  return out;
-}
+using testing::lines_containing;
+using testing::stderr_lines;
 
 class VisionLayoutsTest : public ::testing::Test {
  protected:
@@ -84,7 +64,8 @@ class VisionLayoutsTest : public ::testing::Test {
   // Loads `model` with `mmproj`: one warning holding `why`, no tower, the text model's logits.
   void expect_dropped(const std::string& model, const std::string& mmproj, const std::string& why) {
     std::shared_ptr<const Model> loaded;
-    const auto warnings = containing(stderr_lines([&] { loaded = load(model, mmproj); }), " warn ");
+    const auto warnings =
+        lines_containing(stderr_lines([&] { loaded = load(model, mmproj); }), " warn ");
     ASSERT_EQ(warnings.size(), 1u) << ::testing::PrintToString(warnings);
     EXPECT_NE(warnings[0].find("model: vision tower "), std::string::npos) << warnings[0];
     EXPECT_NE(warnings[0].find(why), std::string::npos) << warnings[0];
@@ -109,8 +90,8 @@ TEST_F(VisionLayoutsTest, EveryLayoutOfOneTowerEncodesAlike) {
 
     std::shared_ptr<const Model> flagged;
     const auto lines = stderr_lines([&] { flagged = load("mlx", "mmproj.gguf"); });
-    EXPECT_EQ(containing(lines, " warn ").size(), 0u) << ::testing::PrintToString(lines);
-    EXPECT_EQ(containing(lines, "replaces the checkpoint's").size(), 1u)
+    EXPECT_EQ(lines_containing(lines, " warn ").size(), 0u) << ::testing::PrintToString(lines);
+    EXPECT_EQ(lines_containing(lines, "replaces the checkpoint's").size(), 1u)
         << ::testing::PrintToString(lines);
     ASSERT_TRUE(flagged->has_vision());
     EXPECT_EQ(encode(*flagged), expected);

@@ -5,7 +5,9 @@
 // the part and the reason.
 #include <gtest/gtest.h>
 
+#include "image/smart_resize.h"
 #include "server/anthropic/anthropic_request.h"
+#include "server/common/image_reading.h"
 #include "server/chat/chat_request.h"
 #include "server/responses/responses_request.h"
 #include "tests/server/api_error_of.h"
@@ -245,6 +247,24 @@ TEST(ImageRequestTest, ImagesWhereTheTemplateTakesNoneAreRefused) {
                             {}, ResponseStore(), test_image_reading());
   });
   EXPECT_EQ(responses.param(), "input[0].content[0]");
+}
+
+// --image-max-tokens lowers what the encoder is given (smart_resize's max_pixels: one token per
+// 32 x 32 pixels), never the bound a request is refused at, and never below min_pixels.
+TEST(ImageReadingTest, TheTokenBudgetScalesImagesDownWithoutRefusingThem) {
+  image::VisionPreprocessConfig qwen;  // min 65,536, max 16,777,216 pixels, 32 x 32 per token
+  ImageReading r = image_reading("", qwen, 8294400, 16, 2048);
+  EXPECT_EQ(r.preprocess.max_pixels, 2048 * 1024);
+  EXPECT_EQ(r.limits.max_pixels, 8294400u);
+  EXPECT_EQ(image_reading("", qwen, 8294400, 16, 0).preprocess.max_pixels, 8294400);
+  EXPECT_EQ(image_reading("", qwen, 1000000, 16, 4096).preprocess.max_pixels, 1000000);
+  EXPECT_EQ(image_reading("", qwen, 8294400, 16, 10).preprocess.max_pixels, qwen.min_pixels);
+  // A 3840 x 2160 screenshot under the default budget: scaled to at most 2,048 tokens.
+  const image::ResizedSize size = image::smart_resize(
+      2160, 3840, r.preprocess.patch_size * r.preprocess.merge_size, r.preprocess.min_pixels,
+      r.preprocess.max_pixels);
+  EXPECT_LE(int64_t(size.height) * size.width / 1024, 2048);
+  EXPECT_GE(int64_t(size.height) * size.width / 1024, 1800);
 }
 
 }  // namespace

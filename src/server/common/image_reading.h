@@ -21,10 +21,13 @@ struct ImageReading {
   int max_images = kDefaultMaxImagesPerRequest;
 };
 
-// The reading for a model under --max-image-pixels and --max-images-per-request. The pixel
-// bound applies to the decoded image and to what the encoder is given: smart_resize's
-// max_pixels is lowered to it (never below the checkpoint's min_pixels, which it must meet).
+// The reading for a model under --max-image-pixels, --max-images-per-request and
+// --image-max-tokens. The pixel bound applies to the decoded image (a 400 above it) and to what
+// the encoder is given; the token budget only to the latter: smart_resize's max_pixels is
+// lowered to both (never below the checkpoint's min_pixels, which it must meet), so a bigger
+// image is scaled down to fit, as Qwen's processor does with its own max_pixels.
 ImageReading image_reading(std::string vision_unavailable, image::VisionPreprocessConfig preprocess,
-                           uint64_t max_image_pixels, int max_images_per_request);
+                           uint64_t max_image_pixels, int max_images_per_request,
+                           int64_t image_max_tokens);
 
 }  // namespace qmlx::server

@@ -229,6 +229,7 @@ void validate_options(const ServerOptions& options) {
   if (options.max_body_mb < 1) throw Error("--max-body-mb must be at least 1");
   if (options.max_context < 0) throw Error("--max-context must not be negative");
   if (options.max_image_pixels < 1) throw Error("--max-image-pixels must be at least 1");
+  if (options.image_max_tokens < 0) throw Error("--image-max-tokens must be 0 or more");
   if (options.max_images_per_request < 0) {
     throw Error("--max-images-per-request must not be negative (0 refuses every image)");
   }
@@ -323,10 +324,16 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-image-pixels", options.max_image_pixels,
                  "Largest image accepted, in pixels (width x height; more gets 400), and the "
-                 "most the vision tower is given (the resize's max_pixels). "
+                 "most the vision tower is given (the resize's max_pixels; see also "
+                 "--image-max-tokens). "
                  "Below the checkpoint's own 16.7 Mpx because encoding time grows with the "
                  "square of the pixels: a 4K screenshot (8.3 Mpx) passes, a 4096 x 4096 image "
                  "would take minutes to encode on a CPU")
+      ->capture_default_str();
+  app.add_option("--image-max-tokens", options.image_max_tokens,
+                 "Most tokens one image is encoded as (one per 32 x 32 pixels); a bigger image "
+                 "is scaled down to fit, as Qwen's processor does. The default keeps a 1920 x "
+                 "1080 screenshot whole; 0 leaves only --max-image-pixels")
       ->capture_default_str();
   app.add_option("--max-images-per-request", options.max_images_per_request,
                  "Most images one request may carry, its history included (more gets 400; "

@@ -79,6 +79,12 @@ struct ServerOptions {
   // most the vision tower is given (smart_resize's max_pixels is lowered to it).
   uint64_t max_image_pixels = image::kDefaultMaxImagePixels;
   int max_images_per_request = kDefaultMaxImagesPerRequest;
+  // The most tokens (pads) one image is encoded as (--image-max-tokens): a bigger image is
+  // scaled down to fit. The default holds a 1920 x 1080 screenshot whole (2,040 tokens) and
+  // scales a 4K or Retina one down to about that: the tower's time grows with the square of
+  // the tokens (a 1080p screenshot already costs minutes on a 2-core CPU; BENCHMARKS.md,
+  // "Vision encoder"). 0: the pixel bounds alone.
+  int64_t image_max_tokens = 2048;
   int max_queue = 16;  // requests waiting for a slot beyond the running ones
   // Sequences in flight at once (--parallel), each on its own slot; they share the engine's
   // steps (continuous batching). Without the flag, 1 with --speculative.

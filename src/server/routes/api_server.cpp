@@ -114,7 +114,8 @@ int64_t State::context_limit(const ModelRuntime& rt) const {
 
 ImageReading State::image_reading(const ModelRuntime& rt) const {
   return server::image_reading(rt.vision_unavailable, rt.vision_preprocess,
-                               options.max_image_pixels, options.max_images_per_request);
+                               options.max_image_pixels, options.max_images_per_request,
+                               options.image_max_tokens);
 }
 
 void State::check_model(const std::string& model, const ModelRuntime& rt) const {
