@@ -36,7 +36,9 @@ class ImageEmbeddingCache {
 
  private:
   struct KeyHash {
-    size_t operator()(const Key& k) const { return size_t(k.low ^ (k.high * 0x9e3779b97f4a7c15ull)); }
+    size_t operator()(const Key& k) const {
+      return size_t(k.low ^ (k.high * 0x9e3779b97f4a7c15ull));
+    }
   };
   using Entry = std::pair<Key, Rows>;
 

@@ -21,8 +21,8 @@ TEST(ImagePadKeys, NegativeDistinctPerPadAndPerImageAndStable) {
   const std::vector<int32_t> a = keys(1, 2, 1000);
   for (int32_t k : a) EXPECT_TRUE(is_image_pad_key(k));
   EXPECT_EQ(std::set<int32_t>(a.begin(), a.end()).size(), a.size());  // pads tell apart
-  EXPECT_EQ(a, keys(1, 2, 1000));                                      // same image, same keys
-  const std::vector<int32_t> b = keys(1, 3, 1000);                     // one bit of identity
+  EXPECT_EQ(a, keys(1, 2, 1000));                                     // same image, same keys
+  const std::vector<int32_t> b = keys(1, 3, 1000);                    // one bit of identity
   size_t same = 0;
   for (size_t i = 0; i < a.size(); ++i) same += a[i] == b[i];
   EXPECT_EQ(same, 0u);
@@ -80,9 +80,10 @@ TEST(ImageEmbeddingCache, ConcurrentRequestsGetTheSameRows) {
   std::vector<float> first(8, 0.f);
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
-      first[size_t(t)] = cache.get_or_encode({uint64_t(t % 2), 0}, [t] {
-        return std::vector<float>(16, float(t % 2));
-      })->at(0);
+      first[size_t(t)] = cache
+                             .get_or_encode({uint64_t(t % 2), 0},
+                                            [t] { return std::vector<float>(16, float(t % 2)); })
+                             ->at(0);
     });
   }
   for (std::thread& t : threads) t.join();

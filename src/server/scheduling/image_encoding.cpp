@@ -9,7 +9,7 @@ namespace qmlx::server {
 std::function<PlacedImages(std::span<const PromptImage>, int64_t)> make_image_encoder(
     std::shared_ptr<const Model> model, std::shared_ptr<ImageEmbeddingCache> cache) {
   return [model = std::move(model), cache = std::move(cache)](std::span<const PromptImage> images,
-                                                               int64_t from_row) {
+                                                              int64_t from_row) {
     PlacedImages placed;
     const int merge = 2;  // Qwen3.5's spatial merge: one pad per 2 x 2 patches
     for (const PromptImage& image : images) {
