@@ -102,8 +102,8 @@ bool SpeculativeDecoder::prefill(std::span<const int32_t> tokens, const PrefillP
         const size_t rows = pending_tokens_.size();
         if (rows > 0) {
           model_.mtp_forward(std::span<const float>(pending_hidden_).first(rows * H_),
-                             pending_tokens_, head_, head_logits_.data(), RowKind::kPrompt,
-                             nullptr, head_images());
+                             pending_tokens_, head_, head_logits_.data(), RowKind::kPrompt, nullptr,
+                             head_images());
           pending_hidden_.erase(pending_hidden_.begin(),
                                 pending_hidden_.begin() + ptrdiff_t(rows * H_));
           pending_tokens_.clear();
@@ -116,7 +116,7 @@ bool SpeculativeDecoder::prefill(std::span<const int32_t> tokens, const PrefillP
 }
 
 void SpeculativeDecoder::draft(int32_t token, Sampler& sampler, std::span<const int32_t> history,
-                               int k) {
+                               int k, TokenConstraint* constraint) {
   // The pending rows and `token` (the next token of the last one) complete the head's exact rows;
   // the drafts after the first are rows of the head's own output, rolled back afterwards.
   pending_tokens_.push_back(token);
@@ -130,7 +130,10 @@ void SpeculativeDecoder::draft(int32_t token, Sampler& sampler, std::span<const 
   std::vector<int32_t> seen(history.begin(), history.end());
   std::vector<float> input(H_);
   for (int i = 0; i < k; ++i) {
-    draft_candidates_.push_back(sampler.candidates(head_logits_, seen));
+    if (constraint && !constraint->free()) break;
+    draft_candidates_.push_back(sampler.candidates(
+        constraint ? constraint->allowed(head_logits_) : std::span<const float>(head_logits_),
+        seen));
     int32_t d = sampler.draw(draft_candidates_.back());
     if (options_.draft_override && sampler.greedy()) {
       d = options_.draft_override(session_.position() + 1 + i, d);
@@ -138,12 +141,20 @@ void SpeculativeDecoder::draft(int32_t token, Sampler& sampler, std::span<const 
     }
     drafts_.push_back(d);
     seen.push_back(d);
+    if (constraint) constraint->push(d);
     if (i + 1 == k) break;
     input = head_hidden_;
     model_.mtp_forward(input, std::span<const int32_t>(&d, 1), head_, head_logits_.data(),
                        RowKind::kGenerated, head_hidden_.data());
   }
   head_.position = exact_rows;
+  // The main model's token after the last draft is chosen freely too (a step returns it), so a
+  // draft after which the caller would force a token is dropped.
+  while (constraint && !drafts_.empty() && !constraint->free()) {
+    constraint->pop(1);
+    drafts_.pop_back();
+    draft_candidates_.pop_back();
+  }
 }
 
 bool SpeculativeDecoder::rejected_by_hook() {
@@ -178,14 +189,24 @@ int32_t draw_residual(const Candidates& p, const Candidates& q, Sampler& sampler
 }  // namespace
 
 const SpeculativeStep& SpeculativeDecoder::step(int32_t token, Sampler& sampler,
-                                                std::span<const int32_t> history, int max_drafts) {
+                                                std::span<const int32_t> history, int max_drafts,
+                                                TokenConstraint* constraint) {
   start_head_if_replaced();
   drafts_.clear();
   draft_candidates_.clear();
   step_ = {};
+  // The caller forces the token after `token`: feed `token` alone and choose nothing.
+  const bool choose = !constraint || constraint->free();
   // With no hidden row for the last position (the head just started), nothing can be drafted.
-  const int k = pending_hidden_.empty() ? 0 : std::clamp(max_drafts, 0, options_.draft_tokens);
-  if (k > 0) draft(token, sampler, history, k);
+  const int max_k =
+      pending_hidden_.empty() || !choose ? 0 : std::clamp(max_drafts, 0, options_.draft_tokens);
+  if (max_k > 0) draft(token, sampler, history, max_k, constraint);
+  const int k = int(drafts_.size());
+  if (constraint) constraint->pop(k);  // back to the state after `token`
+  // The row a token is chosen from: the main model's, masked to what the constraint allows.
+  auto choice_row = [&](std::span<const float> logits) {
+    return constraint ? constraint->allowed(logits) : logits;
+  };
 
   verify_tokens_.assign(1, token);
   verify_tokens_.insert(verify_tokens_.end(), drafts_.begin(), drafts_.end());
@@ -201,7 +222,7 @@ const SpeculativeStep& SpeculativeDecoder::step(int32_t token, Sampler& sampler,
   int accepted = 0;
   for (; accepted < k; ++accepted) {
     const int32_t d = drafts_[accepted];
-    const Candidates p = sampler.candidates(row(accepted), seen);
+    const Candidates p = sampler.candidates(choice_row(row(accepted)), seen);
     const Candidates& q = draft_candidates_[accepted];
     bool keep = sampler.greedy()
                     ? p.ids[0] == d
@@ -211,6 +232,7 @@ const SpeculativeStep& SpeculativeDecoder::step(int32_t token, Sampler& sampler,
       step_.tokens.push_back(d);
       step_.logits.push_back(row(accepted));
       seen.push_back(d);
+      if (constraint) constraint->push(d);
       continue;
     }
     const int32_t replacement = sampler.greedy() ? p.ids[0]
@@ -220,10 +242,11 @@ const SpeculativeStep& SpeculativeDecoder::step(int32_t token, Sampler& sampler,
     step_.logits.push_back(row(accepted));
     break;
   }
-  if (accepted == k) {
-    step_.tokens.push_back(sampler.sample(row(k), seen));
+  if (accepted == k && choose) {
+    step_.tokens.push_back(sampler.sample(choice_row(row(k)), seen));
     step_.logits.push_back(row(k));
   }
+  if (constraint) constraint->pop(accepted);  // the caller takes the tokens itself
   step_.drafted = k;
   step_.accepted = accepted;
   step_rows_ = accepted + 1;

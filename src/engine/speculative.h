@@ -1,6 +1,10 @@
 // SpeculativeDecoder: MTP speculative decoding over a Session. The model's multi-token-prediction
 // head drafts k tokens, the main model checks them in one forward call of k+1 generated rows,
 // the drafts it agrees with are kept and the first one it does not is replaced by its own token.
+// A constrained reply (engine/token_constraint.h) holds both sides to its mask: drafts are drawn
+// from the head's masked distribution and checked against the main model's masked one, so the
+// output is exactly constrained plain decoding's (greedy: the same tokens; sampling: the same
+// distribution).
 // Rejected tokens leave no trace: the Session keeps the recurrent states of every verified row and
 // returns to the one after the last accepted token (Session::keep_verified), and the head's own
 // K/V rows only ever pair a verified hidden state with an accepted token.
@@ -34,6 +38,7 @@
 #include "engine/sampler.h"
 #include "engine/session.h"
 #include "engine/speculative_step.h"
+#include "engine/token_constraint.h"
 
 namespace qmlx {
 
@@ -65,8 +70,13 @@ class SpeculativeDecoder {
   // `token` and up to min(k, max_drafts) drafts and returns the accepted drafts followed by the
   // main model's own next token (1 to k+1 tokens). Afterwards the session holds `token` and the
   // accepted drafts; the last returned token is not fed, like a sampled one.
+  // `constraint` (may be null): the state after `token`, which the step leaves as it found it.
+  // Drafting stops where it is not free; where it is not free right after `token` the step
+  // returns no token at all (the caller forces one) and session.logits() is the row to force it
+  // from.
   const SpeculativeStep& step(int32_t token, Sampler& sampler, std::span<const int32_t> history,
-                              int max_drafts = kMaxDraftTokens);
+                              int max_drafts = kMaxDraftTokens,
+                              TokenConstraint* constraint = nullptr);
   // The caller used only the first `used` (>= 1) tokens of the last step (it stopped): the
   // session goes back to holding `token` and the first used - 1 of them, as plain decoding would.
   void keep(int used);
@@ -81,7 +91,10 @@ class SpeculativeDecoder {
   class RowView;
   void start_head_if_replaced();
   void add_pending(std::span<const int32_t> tokens, std::span<const float> hidden);
-  void draft(int32_t token, Sampler& sampler, std::span<const int32_t> history, int k);
+  // Drafts up to k tokens (fewer where the constraint stops being free); leaves the constraint
+  // after the drafts.
+  void draft(int32_t token, Sampler& sampler, std::span<const int32_t> history, int k,
+             TokenConstraint* constraint);
   bool rejected_by_hook();
   std::vector<SequenceImage> head_images() const;
 

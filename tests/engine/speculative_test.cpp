@@ -248,6 +248,128 @@ TEST_P(SpeculativeTest, ARestoredStateRestartsTheHeadAndStaysExact) {
   expect_same(plain, speculative(decoder, sampler, 12), "after a restore");
 }
 
+// A constraint as a reply grammar is one: the next token's id may not be congruent mod 3 with
+// the last one's, and every fifth token is forced (to kForcedToken) by the caller, as a
+// reasoning closed in time is. It holds the reply's tokens: the caller's and, tentatively,
+// the step's.
+class ModThreeConstraint : public TokenConstraint {
+ public:
+  static constexpr int32_t kForcedToken = 7;
+  static bool forced_at(size_t index) { return index % 5 == 4; }
+  std::span<const float> allowed(std::span<const float> logits) override {
+    masked_.assign(logits.begin(), logits.end());
+    if (!tokens_.empty())
+      for (size_t id = 0; id < masked_.size(); ++id)
+        if (int32_t(id) % 3 == tokens_.back() % 3) masked_[id] = -INFINITY;
+    return masked_;
+  }
+  bool free() const override { return !forced_at(tokens_.size()); }
+  void push(int32_t token) override { tokens_.push_back(token); }
+  void pop(int n) override {
+    ASSERT_LE(size_t(n), tokens_.size() - committed_);
+    tokens_.resize(tokens_.size() - size_t(n));
+  }
+  // The caller takes `token` (not undone by pop()).
+  void take(int32_t token) {
+    ASSERT_EQ(tokens_.size(), committed_) << "a step left tokens pushed";
+    tokens_.push_back(token);
+    ++committed_;
+  }
+
+ private:
+  std::vector<int32_t> tokens_;
+  size_t committed_ = 0;
+  std::vector<float> masked_;
+};
+
+// Plain constrained decoding: forced tokens where the constraint forces, else the sampler over
+// the allowed row.
+Generation plain_constrained(std::shared_ptr<const Model> model, DType kv,
+                             std::span<const int32_t> prompt, size_t n, Sampler& sampler) {
+  Session session(model, options_of(kv, 7));
+  session.prefill(prompt);
+  ModThreeConstraint constraint;
+  Generation g;
+  while (true) {
+    auto logits = session.logits();
+    g.logits.emplace_back(logits.begin(), logits.end());
+    const int32_t token = constraint.free() ? sampler.sample(constraint.allowed(logits), g.tokens)
+                                            : ModThreeConstraint::kForcedToken;
+    g.tokens.push_back(token);
+    constraint.take(token);
+    if (g.tokens.size() == n) return g;
+    session.decode(token);
+  }
+}
+
+// The same through `decoder` (prefilled by the caller), as the server's decode loop runs it.
+Generation speculative_constrained(SpeculativeDecoder& decoder, Sampler& sampler, size_t n) {
+  ModThreeConstraint constraint;
+  Generation g;
+  auto take = [&](int32_t token, std::span<const float> logits) {
+    g.tokens.push_back(token);
+    g.logits.emplace_back(logits.begin(), logits.end());
+    constraint.take(token);
+  };
+  take(sampler.sample(constraint.allowed(decoder.session().logits()), g.tokens),
+       decoder.session().logits());
+  while (g.tokens.size() < n) {
+    const int room = int(n - g.tokens.size());
+    const SpeculativeStep& s =
+        decoder.step(g.tokens.back(), sampler, g.tokens, room - 1, &constraint);
+    if (s.tokens.empty()) {  // the next token is forced: its row is the session's
+      EXPECT_FALSE(constraint.free());
+      take(ModThreeConstraint::kForcedToken, decoder.session().logits());
+      continue;
+    }
+    const int used = std::min<int>(int(s.tokens.size()), room);
+    for (int i = 0; i < used; ++i) take(s.tokens[i], s.logits[i]);
+    decoder.keep(used);
+  }
+  return g;
+}
+
+TEST_P(SpeculativeTest, ConstrainedGreedyEqualsPlainConstrainedDecoding) {
+  const auto [arch, kv] = GetParam();
+  auto model = load(arch);
+  std::mt19937_64 rng(13);
+  int64_t accepted = 0, drafted = 0;
+  for (int prompt_index = 0; prompt_index < 3; ++prompt_index) {
+    const auto prompt = random_tokens(3 + rng() % 30, rng);
+    const size_t n = 24;
+    Sampler plain_sampler({}, -1);
+    const Generation plain = plain_constrained(model, kv, prompt, n, plain_sampler);
+    // Drafts: the plain run's token, or (a third of the time) one the constraint refuses there.
+    std::vector<int32_t> context = prompt;
+    context.insert(context.end(), plain.tokens.begin(), plain.tokens.end());
+    std::mt19937_64 draft_rng(prompt_index);
+    auto driven = [&](int64_t position, int32_t) {
+      const int32_t right = position < int64_t(context.size()) ? context[position] : 0;
+      return draft_rng() % 3 == 0 ? context[position - 1] : right;
+    };
+    for (int k = 1; k <= 3; ++k)
+      for (bool drive : {false, true}) {
+        Session session(model, options_of(kv));
+        SpeculativeOptions o;
+        o.draft_tokens = k;
+        if (drive) o.draft_override = driven;
+        SpeculativeDecoder decoder(session, o);
+        decoder.prefill(prompt);
+        Sampler sampler({}, -1);
+        const std::string what = "prompt " + std::to_string(prompt_index) +
+                                 " k=" + std::to_string(k) + (drive ? " driven" : " head");
+        expect_same(plain, speculative_constrained(decoder, sampler, n), what);
+        EXPECT_EQ(session.position(), int64_t(prompt.size() + n - 1)) << what;
+        if (drive) {
+          accepted += decoder.counts().accepted;
+          drafted += decoder.counts().drafted;
+        }
+      }
+  }
+  EXPECT_GT(accepted, drafted / 3);
+  EXPECT_LT(accepted, drafted);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, SpeculativeTest,
                          ::testing::Combine(::testing::Values(Arch::kQwen35, Arch::kQwen35Moe,
                                                               Arch::kQwen3Next),
@@ -258,9 +380,10 @@ INSTANTIATE_TEST_SUITE_P(Models, SpeculativeTest,
 // main model's own logits with the same sampler settings. Eight choosable ids keep the 64
 // outcomes countable and lets the random head's distribution overlap the model's, so drafts are
 // both accepted and rejected; the presence penalty sees the drafts. Seeds are fixed, so the
-// result is deterministic; the bound is the chi-square quantile for p = 1e-6 at 63 degrees of
-// freedom (Wilson-Hilferty: 131.7).
-TEST(SpeculativeSamplingTest, OutputDistributionIsExact) {
+// result is deterministic; the bound is the chi-square quantile for p = 1e-6.
+// With `constrained`, a ModThreeConstraint holds both tokens (as it holds plain decoding's),
+// so drafts the mask refuses are never drawn and p, q are the masked distributions.
+void expect_exact_output_distribution(bool constrained) {
   const std::string dir = testing::make_temp_dir("speculative_sampling");
   modelgen::ModelOptions mo;
   mo.arch = Arch::kQwen35;
@@ -279,6 +402,15 @@ TEST(SpeculativeSamplingTest, OutputDistributionIsExact) {
   const std::vector<int32_t> prompt = {5, 1, 3};
   const int32_t first = 4;
   const int32_t kLastId = 7;  // ids 0..7 only, as if the rest were padding rows
+  // The mask plain decoding applies after `history` (its last token).
+  std::vector<float> masked;
+  auto allowed = [&](std::span<const float> logits, const std::vector<int32_t>& history) {
+    masked.assign(logits.begin(), logits.end());
+    if (constrained)
+      for (size_t id = 0; id < masked.size(); ++id)
+        if (int32_t(id) % 3 == history.back() % 3) masked[id] = -INFINITY;
+    return std::span<const float>(masked);
+  };
 
   // Exact: P(a, b) = p(a | first) p(b | first, a), each the sampler's own distribution.
   Session base(model, options_of(DType::kF32));
@@ -287,16 +419,19 @@ TEST(SpeculativeSamplingTest, OutputDistributionIsExact) {
   Sampler exact_sampler(params, kLastId);
   std::map<std::pair<int32_t, int32_t>, double> expected;
   const std::vector<int32_t> h1 = {first};
-  const Candidates pa = exact_sampler.candidates(base.logits(), h1);
+  const Candidates pa = exact_sampler.candidates(allowed(base.logits(), h1), h1);
   for (int32_t a : pa.ids) {
+    if (!(pa.probability(a) > 0)) continue;  // refused: weight exp(-inf)
     Session s(model, options_of(DType::kF32));
     s.import_state(base.export_state());
     s.decode(a);
     const std::vector<int32_t> h2 = {first, a};
-    const Candidates pb = exact_sampler.candidates(s.logits(), h2);
-    for (int32_t b : pb.ids) expected[{a, b}] = pa.probability(a) * pb.probability(b);
+    const Candidates pb = exact_sampler.candidates(allowed(s.logits(), h2), h2);
+    for (int32_t b : pb.ids)
+      if (pb.probability(b) > 0) expected[{a, b}] = pa.probability(a) * pb.probability(b);
   }
-  ASSERT_EQ(expected.size(), 64u);
+  // 8 ids; constrained, 5 after `first` (4) and 5 or 6 after each of those.
+  ASSERT_EQ(expected.size(), constrained ? 27u : 64u);
 
   Session session(model, options_of(DType::kF32));
   SpeculativeOptions o;
@@ -309,10 +444,16 @@ TEST(SpeculativeSamplingTest, OutputDistributionIsExact) {
     session.reset(0);
     decoder.prefill(prompt);
     std::vector<int32_t> out = {first};
+    ModThreeConstraint constraint;  // forces its fifth token: past these three
+    constraint.take(first);
     while (out.size() < 3) {
-      const SpeculativeStep& s = decoder.step(out.back(), sampler, out);
+      const SpeculativeStep& s = decoder.step(out.back(), sampler, out, kMaxDraftTokens,
+                                              constrained ? &constraint : nullptr);
       for (int32_t t : s.tokens)
-        if (out.size() < 3) out.push_back(t);
+        if (out.size() < 3) {
+          out.push_back(t);
+          constraint.take(t);
+        }
     }
     ++seen[{out[1], out[2]}];
   }
@@ -322,13 +463,27 @@ TEST(SpeculativeSamplingTest, OutputDistributionIsExact) {
     const double d = seen[pair] - e;
     chi2 += d * d / e;
   }
-  EXPECT_LT(chi2, 131.7);
+  // Nothing outside the support (a refused token) was ever drawn.
+  for (const auto& [pair, count] : seen)
+    EXPECT_TRUE(expected.count(pair)) << pair.first << "," << pair.second;
+  // The chi-square quantile for p = 1e-6 (Wilson-Hilferty; z = 4.753) at 63 or 26 degrees of
+  // freedom: 131.7 or 76.2.
+  const double dof = double(expected.size() - 1), h = 2 / (9 * dof);
+  EXPECT_LT(chi2, dof * std::pow(1 - h + 4.753 * std::sqrt(h), 3));
   // The rule was exercised both ways.
   const SpeculativeCounts& c = decoder.counts();
   EXPECT_GT(c.accepted, c.drafted / 10) << c.drafted << " drafted";
   EXPECT_LT(c.accepted, c.drafted * 9 / 10) << c.drafted << " drafted";
   std::printf("chi2 %.1f, %lld of %lld drafts accepted in %lld steps\n", chi2,
               (long long)c.accepted, (long long)c.drafted, (long long)c.steps);
+}
+
+TEST(SpeculativeSamplingTest, OutputDistributionIsExact) {
+  expect_exact_output_distribution(false);
+}
+
+TEST(SpeculativeSamplingTest, ConstrainedOutputDistributionIsExact) {
+  expect_exact_output_distribution(true);
 }
 
 TEST(SpeculativeOptionsTest, BadSettingsAreRefused) {

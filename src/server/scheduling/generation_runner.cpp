@@ -9,6 +9,7 @@
 
 #include "base/logging.h"
 #include "server/scheduling/canonical_history.h"
+#include "server/scheduling/draft_constraint.h"
 #include "server/scheduling/reply_constraint.h"
 #include "server/scheduling/stop_matcher.h"
 #include "server/scheduling/tool_call_constraint.h"
@@ -260,11 +261,14 @@ class Run {
                                      *runtime_.tokenizer);
     std::vector<int32_t> history = prompt_ids_;
     const int max_tokens = request_.max_tokens.value_or(1);
-    ReplyConstraint reply(job_.reply_grammar(), job_.prompt().text, max_tokens,
-                          *runtime_.tokenizer, tool_call_token());
+    ReplyConstraint reply(job_.reply_grammar(), job_.prompt().text, max_tokens, *runtime_.tokenizer,
+                          tool_call_token());
     ToolCallConstraint tool_calls(job_.tool_call_grammar(), request_, job_.prompt().text,
                                   *runtime_.tokenizer, runtime_.stop_token_ids);
-    SpeculativeDecoding* speculative = speculation(tool_choice, reply, tool_calls);
+    SpeculativeDecoding* speculative = speculation(tool_choice);
+    // The step's drafts and checks are held to the reply's constraints, when it has any.
+    DraftConstraint drafts(reply, tool_calls, runtime_.stop_token_ids);
+    TokenConstraint* const draft_constraint = drafts.enabled() ? &drafts : nullptr;
     const SpeculativeCounts counts_before =
         speculative ? speculative->counts() : SpeculativeCounts{};
     // The last speculative step while its tokens are being taken (the session has fed all of them
@@ -280,6 +284,7 @@ class Run {
         logits = step->logits[taken];
         token = step->tokens[taken++];
       } else {
+        // (A step that returned no token left the row to force one from in the session.)
         step = nullptr;
         logits = session_.logits();
         std::optional<int32_t> forced = tool_choice.forced_token();
@@ -318,7 +323,8 @@ class Run {
         // A draft the model kept: the session already holds it.
         hooks_.on_decode_step(view_, history, speculative->state_after(int(taken) + 1));
       } else if (speculative) {
-        step = &speculative->step(token, *sampler, history, max_tokens - i - 2);
+        drafts.start(i + 1);
+        step = &speculative->step(token, *sampler, history, max_tokens - i - 2, draft_constraint);
         taken = 0;
         hooks_.on_decode_step(view_, history, speculative->state_after(1));
       } else {
@@ -348,20 +354,15 @@ class Run {
     return reason;
   }
 
-  // The session's speculative decoding for this request, or null: off, a tool_choice that
-  // forces tokens (forced tokens are not drafts the rule could check), a reply format or a
-  // tool-call constraint (their masks are not applied to drafts yet); plain decoding then,
-  // said once.
-  SpeculativeDecoding* speculation(const ToolChoiceConstraint& tool_choice,
-                                   const ReplyConstraint& reply,
-                                   const ToolCallConstraint& tool_calls) {
+  // The session's speculative decoding for this request, or null: off, or a tool_choice that
+  // forces tokens (its forced tokens are not drafts the rule could check); plain decoding then,
+  // said once. A reply format and a tool-call grammar speculate: their masks hold the drafts
+  // (DraftConstraint).
+  SpeculativeDecoding* speculation(const ToolChoiceConstraint& tool_choice) {
     SpeculativeDecoding* speculative = session_.speculative();
-    if (speculative && (tool_choice.may_force() || reply.enabled() || tool_calls.enabled())) {
+    if (speculative && tool_choice.may_force()) {
       log_info("uid=" + std::to_string(job_.uid()) +
-               " speculative decoding off for this request: " +
-               (reply.enabled()        ? "its reply format constrains tokens"
-                : tool_calls.enabled() ? "its tool calls are constrained"
-                                       : "its tool_choice forces tokens"));
+               " speculative decoding off for this request: its tool_choice forces tokens");
       return nullptr;
     }
     return speculative;
@@ -370,7 +371,8 @@ class Run {
   // The token that opens a tool call when the request offers tools (a reply format then
   // allows a tool call in place of its value).
   std::optional<int32_t> tool_call_token() const {
-    if (request_.tools.empty() || request_.tool_choice == ToolChoiceMode::kNone) return std::nullopt;
+    if (request_.tools.empty() || request_.tool_choice == ToolChoiceMode::kNone)
+      return std::nullopt;
     return runtime_.tokenizer->token_id("<tool_call>");
   }
 
@@ -415,8 +417,8 @@ class Run {
             kwargs = request_.template_kwargs, reply = *reply_, images = request_.images] {
       CanonicalHistories out;
       std::vector<PromptImage> placed;
-      out.ids = render_canonical_histories(runtime, messages, tools, kwargs, reply, images,
-                                           &placed);
+      out.ids =
+          render_canonical_histories(runtime, messages, tools, kwargs, reply, images, &placed);
       if (!placed.empty() && runtime.encode_images) {
         out.images = [&runtime, placed = std::move(placed)](int64_t from_row) {
           return runtime.encode_images(placed, from_row).images;

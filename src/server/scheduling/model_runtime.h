@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "engine/session_state.h"
 #include "engine/speculative_step.h"
+#include "engine/token_constraint.h"
 #include "image/vision_preprocess.h"
 #include "model/sequence_image.h"
 #include "server/common/generation_request.h"
@@ -35,9 +36,12 @@ class SpeculativeDecoding {
   // `token` was chosen from the session's logits() and is not fed: feeds it with up to
   // `max_drafts` drafts and returns the tokens that follow it (the accepted drafts, then the
   // model's own token), each with the logits row it was chosen from; the last is not fed.
-  // `sampler` must come from the same runtime's new_sampler.
+  // `sampler` must come from the same runtime's new_sampler. `constraint` (may be null): the
+  // reply's constraint after `token` (SpeculativeDecoder::step says how it is used); where it
+  // forces the next token the step returns none and the session's logits() are its row.
   virtual const SpeculativeStep& step(int32_t token, TokenSampler& sampler,
-                                      std::span<const int32_t> history, int max_drafts) = 0;
+                                      std::span<const int32_t> history, int max_drafts,
+                                      TokenConstraint* constraint = nullptr) = 0;
   // Only the first `used` tokens of the last step were taken: the session then holds the step's
   // input token and the first used - 1 of them, as plain decoding would have fed.
   virtual void keep(int used) = 0;
@@ -123,12 +127,12 @@ struct RenderedPrompt {
 using StepListener = std::function<void(int sequences, int rows, double seconds)>;
 
 struct ModelRuntime {
-  std::string model_id;        // the id in /v1/models and in responses
-  std::string architecture;    // from config.json, for the start-up line
+  std::string model_id;         // the id in /v1/models and in responses
+  std::string architecture;     // from config.json, for the start-up line
   std::string backend = "cpu";  // Model::backend_description(): "cpu" or the device
-  std::string description;     // layers by type, memory: the start-up summary
-  int speculative_tokens = 0;  // draft tokens per speculative step; 0: off
-  int max_step_ms = 0;         // the engine's step time bound (--max-step-ms); 0: none
+  std::string description;      // layers by type, memory: the start-up summary
+  int speculative_tokens = 0;   // draft tokens per speculative step; 0: off
+  int max_step_ms = 0;          // the engine's step time bound (--max-step-ms); 0: none
   // Prompt tokens per second of one prefill at a context depth, as the engine measured it at
   // start (for the start-up line: how long a cold prompt will take); optional.
   std::function<double(int64_t depth)> prefill_rate;
@@ -148,8 +152,7 @@ struct ModelRuntime {
   // The prompt's images as the language model takes them, placed on the M-RoPE positions; those
   // that end after `from_row` with the vision tower's rows (an image seen recently is not
   // encoded again), those wholly before it without (a restore covers them). Throws qmlx::Error.
-  std::function<PlacedImages(std::span<const PromptImage> images, int64_t from_row)>
-      encode_images;
+  std::function<PlacedImages(std::span<const PromptImage> images, int64_t from_row)> encode_images;
 
   // Messages and tools keep the client's key order: templates serialise them with tojson.
   std::function<RenderedPrompt(const nlohmann::ordered_json& messages,

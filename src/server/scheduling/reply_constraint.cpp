@@ -52,6 +52,25 @@ std::optional<int32_t> ReplyConstraint::forced_token(int generated) {
   return token;
 }
 
+bool ReplyConstraint::forces(int generated) const {
+  return matcher_ && (phase_ == Phase::kForcing ||
+                      (phase_ == Phase::kReasoning && generated >= close_reasoning_at_));
+}
+
+ReplyConstraint::Mark ReplyConstraint::mark() const {
+  return {phase_, at_reply_start_, forced_, reasoning_end_.mark(), refused_, accepted_};
+}
+
+void ReplyConstraint::restore(const Mark& m) {
+  phase_ = m.phase;
+  at_reply_start_ = m.at_reply_start;
+  forced_ = m.forced;
+  reasoning_end_.restore(m.reasoning_end);
+  refused_ = m.refused;
+  if (matcher_ && accepted_ > m.accepted) matcher_->rollback(accepted_ - m.accepted);
+  accepted_ = m.accepted;
+}
+
 std::span<const float> ReplyConstraint::mask(std::span<const float> logits) {
   if (!matcher_ || phase_ == Phase::kForcing || phase_ == Phase::kToolCall) return logits;
   constexpr float kRefused = -std::numeric_limits<float>::infinity();
@@ -89,7 +108,10 @@ void ReplyConstraint::observe(int32_t token) {
         return;
       }
       at_reply_start_ = false;
-      if (!matcher_->accept_token(token)) ++refused_;
+      if (matcher_->accept_token(token))
+        ++accepted_;
+      else
+        ++refused_;
       return;
     case Phase::kToolCall:
       return;

@@ -6,8 +6,9 @@
 //
 // With reasoning on (the prompt ends inside `<think>`), the reasoning is free and the grammar
 // starts after `</think>` and the blank line the templates put after it; the reasoning may not
-// end the turn (stop tokens are masked), since the reply would then hold no value at all. A reasoning that would
-// leave fewer than a quarter of max_tokens (at most 1,024) for the reply is closed in time:
+// end the turn (stop tokens are masked), since the reply would then hold no value at all. A
+// reasoning that would leave fewer than a quarter of max_tokens (at most 1,024) for the reply is
+// closed in time:
 // `</think>\n\n` is forced then, so the JSON has room to follow.
 //
 // With tools offered, the reply is either a tool call or the format's value: the first token
@@ -31,6 +32,8 @@
 namespace qmlx::server {
 
 class ReplyConstraint {
+  enum class Phase { kReasoning, kForcing, kGrammar, kToolCall };
+
  public:
   // `tables` null: no constraint (every call is a no-op).
   // `tool_call_open`: the token that opens a tool call, when the request offers tools.
@@ -49,10 +52,23 @@ class ReplyConstraint {
   void observe(int32_t token);
   // Tokens the grammar refused (only a forced token can be one; counted, never silent).
   int64_t refused() const { return refused_; }
+  // Whether forced_token(generated) would give a token (and not change anything to say so).
+  bool forces(int generated) const;
+
+  // Where the reply stands, to come back to after tokens observed tentatively (speculative
+  // drafts): restore(mark()) undoes every observe() since, however many.
+  struct Mark {
+    Phase phase = Phase::kGrammar;
+    bool at_reply_start = true;
+    std::deque<int32_t> forced;
+    TagWatcher::Mark reasoning_end;
+    int64_t refused = 0;
+    size_t accepted = 0;
+  };
+  Mark mark() const;
+  void restore(const Mark& m);
 
  private:
-  enum class Phase { kReasoning, kForcing, kGrammar, kToolCall };
-
   void start_forcing(std::string_view text);
 
   const Tokenizer& tokenizer_;
@@ -67,6 +83,7 @@ class ReplyConstraint {
   std::vector<uint64_t> bits_;
   std::vector<float> masked_;
   int64_t refused_ = 0;
+  size_t accepted_ = 0;  // tokens the matcher took (what rollback() counts)
 };
 
 }  // namespace qmlx::server

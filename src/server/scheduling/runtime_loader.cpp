@@ -45,10 +45,11 @@ class EngineSpeculation : public SpeculativeDecoding {
   EngineSpeculation(Session& session, const SpeculativeOptions& options)
       : decoder_(session, options) {}
   const SpeculativeStep& step(int32_t token, TokenSampler& sampler,
-                              std::span<const int32_t> history, int max_drafts) override {
+                              std::span<const int32_t> history, int max_drafts,
+                              TokenConstraint* constraint) override {
     auto* engine = dynamic_cast<EngineSampler*>(&sampler);
     if (!engine) throw Error("speculative decoding needs the engine's own sampler");
-    return decoder_.step(token, engine->engine(), history, max_drafts);
+    return decoder_.step(token, engine->engine(), history, max_drafts, constraint);
   }
   void keep(int used) override { decoder_.keep(used); }
   const StateSource& state_after(int fed) override { return decoder_.state_after(fed); }
@@ -165,7 +166,8 @@ RenderedPrompt render(const ChatTemplate& chat, const Tokenizer& tokenizer,
   ChatPrompt prompt =
       render_chat_prompt(chat, tokenizer, messages, tools.empty() ? ordered_json(nullptr) : tools,
                          add_generation_prompt, kwargs);
-  return {std::move(prompt.text), std::move(prompt.ids),
+  return {std::move(prompt.text),
+          std::move(prompt.ids),
           static_cast<int64_t>(prompt.last_message_end),
           static_cast<int64_t>(prompt.last_user_start),
           std::vector<int64_t>(prompt.edit_points.begin(), prompt.edit_points.end()),
@@ -180,9 +182,8 @@ void set_vision(const Model& model, const std::string& model_dir, const Tokenize
                 ModelRuntime& runtime) {
   runtime.vision_unavailable = model.has_vision() ? "" : model.vision_unavailable_reason();
   if (runtime.vision_unavailable.empty() && model.device()) {
-    runtime.vision_unavailable =
-        "images do not run with --device " + model.backend_description() +
-        " yet (the forward pass there has no multimodal positions)";
+    runtime.vision_unavailable = "images do not run with --device " + model.backend_description() +
+                                 " yet (the forward pass there has no multimodal positions)";
   }
   const fs::path config = fs::path(model_dir) / "preprocessor_config.json";
   if (fs::is_directory(model_dir) && fs::exists(config)) {
@@ -283,8 +284,8 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
   runtime->tool_call_format = tool_call_format_for_template(chat->source());
   set_vision(*model, model_dir, *tokenizer, *runtime);
   if (runtime->vision_unavailable.empty()) {
-    runtime->encode_images = make_image_encoder(
-        model, std::make_shared<ImageEmbeddingCache>(kImageEmbeddingCacheBytes));
+    runtime->encode_images =
+        make_image_encoder(model, std::make_shared<ImageEmbeddingCache>(kImageEmbeddingCacheBytes));
   }
   runtime->render_chat = [chat, tokenizer](const ordered_json& messages, const ordered_json& tools,
                                            bool add_generation_prompt, const ordered_json& kwargs) {

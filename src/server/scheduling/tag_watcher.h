@@ -32,6 +32,16 @@ class TagWatcher {
   }
   const std::string& after_tag() const { return after_tag_; }
 
+  // What it has seen, to return to (speculative drafts are taken tentatively).
+  struct Mark {
+    std::string tail, after_tag;
+  };
+  Mark mark() const { return {tail_, after_tag_}; }
+  void restore(const Mark& m) {
+    tail_ = m.tail;
+    after_tag_ = m.after_tag;
+  }
+
  private:
   const Tokenizer& tokenizer_;
   std::string tag_;

@@ -42,9 +42,36 @@ void ToolCallConstraint::open_call() {
   matcher_ = std::make_unique<grammar::GrammarMatcher>(tables_);
   phase_ = Phase::kCall;
   const std::string& rest = call_open_.after_tag();
+  accepted_ = 1;
   if (matcher_->accept_bytes(std::string(kToolCallOpenTag) + rest)) return;
   ++refused_;  // the token ran on past the tag with bytes the grammar does not allow there
-  matcher_->accept_bytes(kToolCallOpenTag);
+  if (!matcher_->accept_bytes(kToolCallOpenTag)) accepted_ = 0;
+}
+
+ToolCallConstraint::Mark ToolCallConstraint::mark() const {
+  return {phase_,
+          start_,
+          reasoning_end_.mark(),
+          call_open_.mark(),
+          call_close_.mark(),
+          bool(matcher_),
+          refused_,
+          accepted_};
+}
+
+void ToolCallConstraint::restore(const Mark& m) {
+  phase_ = m.phase;
+  start_ = m.start;
+  reasoning_end_.restore(m.reasoning_end);
+  call_open_.restore(m.call_open);
+  call_close_.restore(m.call_close);
+  refused_ = m.refused;
+  if (!m.call_opened) {
+    matcher_.reset();  // the call opened after the mark: its matcher goes with it
+  } else if (accepted_ > m.accepted) {
+    matcher_->rollback(accepted_ - m.accepted);
+  }
+  accepted_ = m.call_opened ? m.accepted : 0;
 }
 
 std::span<const float> ToolCallConstraint::mask(std::span<const float> logits) {
@@ -93,7 +120,10 @@ void ToolCallConstraint::observe(int32_t token) {
       if (call_open_.seen_after(token)) open_call();
       return;
     case Phase::kCall:
-      if (!matcher_->accept_token(token)) ++refused_;
+      if (matcher_->accept_token(token))
+        ++accepted_;
+      else
+        ++refused_;
       return;
     case Phase::kFreeCall:
       if (call_close_.seen_after(token)) phase_ = Phase::kEnd;

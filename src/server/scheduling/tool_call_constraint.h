@@ -26,13 +26,15 @@
 namespace qmlx::server {
 
 class ToolCallConstraint {
+  enum class Phase { kOff, kStart, kReasoning, kFree, kCall, kFreeCall, kEnd };
+
  public:
   // `tables` null: no grammar. `stop_token_ids`: the tokens that end the turn.
   ToolCallConstraint(std::shared_ptr<const grammar::TokenMaskTables> tables,
                      const GenerationRequest& request, std::string_view rendered_prompt,
                      const Tokenizer& tokenizer, std::vector<int32_t> stop_token_ids);
 
-  // Whether it may ever mask (speculative drafts are not checked against it).
+  // Whether it may ever mask.
   bool enabled() const { return phase_ != Phase::kOff; }
   // `logits` itself while the reply is free, else a copy with every disallowed token at -inf.
   std::span<const float> mask(std::span<const float> logits);
@@ -41,9 +43,20 @@ class ToolCallConstraint {
   // Tokens the grammar refused (a forced token, or bytes a token carried past `<tool_call>`).
   int64_t refused() const { return refused_; }
 
- private:
-  enum class Phase { kOff, kStart, kReasoning, kFree, kCall, kFreeCall, kEnd };
+  // Where the reply stands, to come back to after tokens observed tentatively (speculative
+  // drafts): restore(mark()) undoes every observe() since, however many.
+  struct Mark {
+    Phase phase = Phase::kOff;
+    std::string start;
+    TagWatcher::Mark reasoning_end, call_open, call_close;
+    bool call_opened = false;
+    int64_t refused = 0;
+    size_t accepted = 0;
+  };
+  Mark mark() const;
+  void restore(const Mark& m);
 
+ private:
   void open_call();
 
   std::shared_ptr<const grammar::TokenMaskTables> tables_;
@@ -58,6 +71,7 @@ class ToolCallConstraint {
   std::vector<uint64_t> bits_;
   std::vector<float> masked_;
   int64_t refused_ = 0;
+  size_t accepted_ = 0;  // steps the matcher took (what rollback() counts)
 };
 
 }  // namespace qmlx::server

@@ -45,6 +45,20 @@ for k in 1 3; do
     { diff "$work/plain-$k.json" "$work/spec-$k.json" >&2; fail "k=$k: replies differ"; }
   grep -q "speculative decoding: MTP head, $k draft token(s) per step" "$work/spec-$k.log" ||
     fail "k=$k: no start-up line"
+  # Constrained replies speculate too (the schema and strict-tool requests).
+  ! grep -q "speculative decoding off for this request" "$work/spec-$k.log" ||
+    fail "k=$k: a constrained request decoded without speculation"
+  $py - "$work/spec-$k.json" <<'PY' || fail "k=$k: a constrained reply is not the schema's JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))
+for name in ("schema_120", "schema_stream"):
+    value = json.loads(r[name]["content"])
+    assert set(value) == {"city", "days"} and len(value["city"]) <= 6, (name, value)
+    assert isinstance(value["days"], int), (name, value)
+assert r["schema_16"]["finish_reason"] == "length", r["schema_16"]
+calls = r["strict_tool"]["tool_calls"]
+assert [(n, json.loads(a)) for n, a in calls] == [("get_weather", {"city": "Paris"})], calls
+PY
   # The whole-reply request (the first): nearly every draft accepted.
   line=$(grep -m1 -o 'spec_accept=[0-9.]* spec_tokens_per_step=[0-9.]*' "$work/spec-$k.log") ||
     fail "k=$k: no spec_accept in the request log line"

@@ -61,4 +61,20 @@ turn2 = hello + [{"role": "assistant", "content": results["whole"]["content"] or
                  {"role": "user", "content": "And tomorrow?"}]
 results["turn2"] = chat(turn2, max_tokens=400)
 results["turn2_again"] = chat(turn2, max_tokens=400)
+# Constrained replies (issue 28 item 6): the drafts and their check are held to the mask, so
+# the scripted prose becomes the schema's JSON alike with and without speculation; a short
+# max_tokens closes the reasoning in time (forced tokens between speculative steps).
+SCHEMA = {"type": "object", "additionalProperties": False, "required": ["city", "days"],
+          "properties": {"city": {"type": "string", "maxLength": 6}, "days": {"type": "integer"}}}
+FORMAT = {"type": "json_schema", "json_schema": {"name": "w", "schema": SCHEMA, "strict": True}}
+for n in (16, 40, 120):
+    results[f"schema_{n}"] = chat(hello, max_tokens=n, response_format=FORMAT)
+results["schema_stream"] = chat_stream(hello, max_tokens=120, response_format=FORMAT)
+results["json_object"] = chat(hello, max_tokens=80, response_format={"type": "json_object"})
+STRICT_TOOLS = [{"type": "function", "function": {**TOOLS[0]["function"], "strict": True,
+    "parameters": {"type": "object", "additionalProperties": False, "required": ["city"],
+                   "properties": {"city": {"type": "string", "enum": ["Oslo", "Paris"]}}}}}]
+results["strict_tool"] = chat(hello, max_tokens=400, tools=STRICT_TOOLS)
+results["strict_tool_and_schema"] = chat(hello, max_tokens=400, tools=STRICT_TOOLS,
+                                         response_format=FORMAT)
 json.dump(results, open(out_path, "w"), indent=1, sort_keys=True)
