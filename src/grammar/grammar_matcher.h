@@ -60,7 +60,12 @@ class GrammarMatcher {
   const std::vector<uint64_t>& accepted_union();
   bool advance(const ParserState& from, std::string_view bytes, ParserState& out);
   void add_remainder_tokens(const TokenMaskTables::NodeTable& table, uint32_t stack,
-                            std::span<uint64_t> mask);
+                            std::span<uint64_t> mask, uint32_t lo, uint32_t hi);
+  // A counted repetition's body node whose count is far enough from both bounds that its table
+  // reads like any other's.
+  bool far_from_bounds(const TokenMaskTables::NodeTable& table, uint32_t count) const;
+  void add_counted(const TokenMaskTables::NodeTable& table, uint32_t count, uint32_t parent,
+                   std::span<uint64_t> mask);
   void push(Entry entry);
 
   std::shared_ptr<const TokenMaskTables> tables_;
