@@ -27,6 +27,7 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint64_t> mask) {
   }
   const std::vector<Thread>& threads = current.state.threads;
   set_accepted(threads, mask);
+  heads_done_.clear();
   for (const Thread& t : threads) {
     const TokenMaskTables::NodeTable& table = tables_->node_table(t.node);
     if (!table.counted()) {
@@ -39,7 +40,7 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint64_t> mask) {
     if (far_from_bounds(table, frame.count)) {
       if (table.remainders.size() > 0)
         add_remainder_tokens(table, frame.parent, mask, 0, UINT32_MAX);
-    } else {
+    } else if (!add_counted_head(table.repeat, t, threads, mask)) {
       add_counted(table, frame.count, frame.parent, mask);
     }
   }
@@ -82,6 +83,24 @@ void GrammarMatcher::add_counted(const TokenMaskTables::NodeTable& table, uint32
     for (uint32_t i = table.exit_begin[lo]; i < table.exit_begin[std::min(hi, most_exit) + 1]; ++i)
       set(table.exit_ids[i]);
   if (table.remainders.size() > 0) add_remainder_tokens(table, parent, mask, lo, hi);
+}
+
+// At a repetition's start all the body's first nodes are threads with one stack: their merged
+// table is added once for all of them. False when `t` is not part of such a full head.
+bool GrammarMatcher::add_counted_head(uint32_t repeat, const Thread& t,
+                                      const std::vector<Thread>& threads,
+                                      std::span<uint64_t> mask) {
+  const TokenMaskTables::RepeatHead& head = tables_->repeat_head(repeat);
+  if (!std::binary_search(head.nodes.begin(), head.nodes.end(), t.node)) return false;
+  for (const Thread& done : heads_done_)
+    if (done.node == repeat && done.stack == t.stack) return true;  // added already
+  for (uint32_t n : head.nodes)
+    if (std::find(threads.begin(), threads.end(), Thread{n, t.stack}) == threads.end())
+      return false;
+  heads_done_.push_back({repeat, t.stack});
+  const StackArena::Frame& frame = arena_.frame(t.stack);
+  add_counted(tables_->table_at(head.table), frame.count, frame.parent, mask);
+  return true;
 }
 
 void GrammarMatcher::set_accepted(const std::vector<Thread>& threads, std::span<uint64_t> mask) {

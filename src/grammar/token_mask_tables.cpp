@@ -1,7 +1,9 @@
 #include "grammar/token_mask_tables.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -124,11 +126,18 @@ uint32_t relative_count(const StackArena& arena, uint32_t stack) {
   }
 }
 
+// What a counted body node's walk finds, per token: the least repetitions it completes staying
+// in the loop, the repetitions after which it leaves (consumed in the rule), and its remainders.
+struct CountedWalk {
+  std::vector<std::pair<uint32_t, int32_t>> inside, exits;                      // (k, id)
+  std::map<std::string, std::vector<std::pair<int32_t, uint32_t>>> remainders;  // (id, k)
+};
+
 // A counted repetition's body node: one walk with the repetition's count relative to where the
 // token starts (see token_mask_tables.h).
-TokenMaskTables::NodeTable build_counted_table(uint32_t node, uint32_t repeat, const Grammar& g,
-                                               const TokenVocabulary& vocab,
-                                               PushdownStepper& stepper, StackArena& arena) {
+CountedWalk walk_counted(uint32_t node, uint32_t repeat, const Grammar& g,
+                         const TokenVocabulary& vocab, PushdownStepper& stepper,
+                         StackArena& arena) {
   const ByteTrie& trie = vocab.trie();
   const uint32_t counted_node = g.repeats[repeat].node;
   const uint32_t after = g.nodes[counted_node].next;
@@ -137,8 +146,8 @@ TokenMaskTables::NodeTable build_counted_table(uint32_t node, uint32_t repeat, c
   stepper.state_at(node, arena.push(counted_node, 0, StackArena::kRelative), levels[0].inside);
   ParserState scratch;
   std::vector<uint32_t> new_exits;
-  std::vector<std::pair<uint32_t, int32_t>> inside, exits;                      // (k, id)
-  std::map<std::string, std::vector<std::pair<int32_t, uint32_t>>> remainders;  // (id, k)
+  CountedWalk out;
+  auto& [inside, exits, remainders] = out;
   for (size_t n = 0; n < trie.size();) {
     uint32_t d = trie.depth(n);
     CountedLevel& prev = levels[d - 1];
@@ -192,12 +201,38 @@ TokenMaskTables::NodeTable build_counted_table(uint32_t node, uint32_t repeat, c
     }
     ++n;
   }
+  return out;
+}
 
+TokenMaskTables::NodeTable counted_table(CountedWalk walk, uint32_t repeat,
+                                         const TokenVocabulary& vocab) {
+  auto& [inside, exits, remainders] = walk;
   TokenMaskTables::NodeTable table;
   table.repeat = repeat;
-  std::sort(inside.begin(), inside.end());
-  std::sort(exits.begin(), exits.end());
+  // A token listed more than once (the head's union) keeps its least k.
+  std::sort(inside.begin(), inside.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second < b.second : a.first < b.first;
+  });
+  inside.erase(std::unique(inside.begin(), inside.end(),
+                           [](const auto& a, const auto& b) { return a.second == b.second; }),
+               inside.end());
+  // A token that stays in the loop having completed kin, and can also leave after k >= kin, is
+  // allowed while count + kin < max, or while min <= count + k <= max: that is count + kin < max
+  // when kin < k, and count + k <= max when kin == k (min <= max), which reads as staying with
+  // k - 1. So only exits before any staying remain exits: the tokens that end the string.
+  std::vector<uint32_t> least(static_cast<size_t>(vocab.size()), UINT32_MAX);
+  for (const auto& [k, id] : inside) least[static_cast<size_t>(id)] = k;
+  std::sort(exits.begin(), exits.end(), std::greater<>());  // larger k first
   exits.erase(std::unique(exits.begin(), exits.end()), exits.end());
+  std::erase_if(exits, [&](const std::pair<uint32_t, int32_t>& e) {
+    uint32_t& kin = least[static_cast<size_t>(e.second)];
+    if (kin == UINT32_MAX || kin > e.first) return false;
+    if (kin == e.first) kin = e.first - 1;
+    return true;
+  });
+  std::sort(exits.begin(), exits.end());
+  for (auto& [k, id] : inside) k = least[static_cast<size_t>(id)];
+  std::sort(inside.begin(), inside.end());
   uint32_t most_inside = inside.empty() ? 0 : inside.back().first;
   uint32_t most_exit = exits.empty() ? 0 : exits.back().first;
   std::vector<RemainderGroup> groups;
@@ -296,6 +331,20 @@ std::shared_ptr<const TokenMaskTables> TokenMaskTables::build(
   // Nodes with the same byte set and the same continuation (in the same repetition's body, if
   // any) have the same table.
   std::vector<uint32_t> repeat_of = repeat_of_nodes(g);
+  // Each repetition's head: the body's first byte-consuming nodes, all at once at a repetition's
+  // start. When all of them are counted body nodes, one table merged from theirs serves them
+  // together near a bound (one bitmask instead of one per first-byte class).
+  std::vector<std::set<uint32_t>> heads(g.repeats.size());
+  for (uint32_t r = 0; r < g.repeats.size(); ++r) {
+    ParserState head;
+    uint32_t frame = arena.push(g.repeats[r].node, 0, StackArena::kRelative);
+    stepper.state_at(g.rule_start[g.repeats[r].body_rule], frame, head);
+    for (const Thread& t : head.threads) heads[r].insert(t.node);
+    if (std::any_of(head.threads.begin(), head.threads.end(),
+                    [&](const Thread& t) { return t.stack != frame || repeat_of[t.node] != r; }))
+      heads[r].clear();
+  }
+  std::map<uint32_t, CountedWalk> walks;  // of the heads' nodes, by table index
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> shared;
   for (uint32_t n = 0; n < g.nodes.size(); ++n) {
     const GrammarNode& node = g.nodes[n];
@@ -308,13 +357,36 @@ std::shared_ptr<const TokenMaskTables> TokenMaskTables::build(
                                std::to_string(limits.max_build_time.count()) +
                                " ms (limit max_compile_ms)",
                            "max_compile_ms");
-      tables->tables_.push_back(
-          repeat_of[n] == kNotCounted
-              ? build_node_table(n, *vocab, stepper)
-              : build_counted_table(n, repeat_of[n], g, *vocab, stepper, arena));
+      if (repeat_of[n] == kNotCounted) {
+        tables->tables_.push_back(build_node_table(n, *vocab, stepper));
+      } else {
+        CountedWalk walk = walk_counted(n, repeat_of[n], g, *vocab, stepper, arena);
+        if (heads[repeat_of[n]].count(n)) walks.emplace(it->second, walk);
+        tables->tables_.push_back(counted_table(std::move(walk), repeat_of[n], *vocab));
+      }
       tables->memory_bytes_ += table_bytes(tables->tables_.back());
     }
     tables->table_of_node_[n] = it->second;
+  }
+  tables->heads_.resize(g.repeats.size());
+  for (uint32_t r = 0; r < g.repeats.size(); ++r) {
+    if (heads[r].size() < 2) continue;
+    CountedWalk merged;
+    std::set<uint32_t> merged_tables;
+    for (uint32_t n : heads[r]) merged_tables.insert(tables->table_of_node_[n]);
+    for (uint32_t t : merged_tables) {
+      CountedWalk& w = walks.at(t);
+      merged.inside.insert(merged.inside.end(), w.inside.begin(), w.inside.end());
+      merged.exits.insert(merged.exits.end(), w.exits.begin(), w.exits.end());
+      for (auto& [rest, tokens] : w.remainders) {
+        auto& to = merged.remainders[rest];
+        to.insert(to.end(), tokens.begin(), tokens.end());
+      }
+    }
+    tables->heads_[r].nodes.assign(heads[r].begin(), heads[r].end());
+    tables->heads_[r].table = static_cast<uint32_t>(tables->tables_.size());
+    tables->tables_.push_back(counted_table(std::move(merged), r, *vocab));
+    tables->memory_bytes_ += table_bytes(tables->tables_.back());
   }
   tables->memory_bytes_ += g.memory_bytes() + tables->table_of_node_.size() * sizeof(uint32_t);
   tables->grammar_ = std::move(grammar);

@@ -73,6 +73,14 @@ class TokenMaskTables {
   // Nodes with equal indices share one table.
   uint32_t table_index(uint32_t node) const { return table_of_node_[node]; }
   const NodeTable& table_at(uint32_t index) const { return tables_[index]; }
+  // A counted repetition's head: the body's first byte-consuming nodes (sorted), which appear
+  // together with one stack at each repetition's start, and the table merged from theirs
+  // (nodes empty: none).
+  struct RepeatHead {
+    std::vector<uint32_t> nodes;
+    uint32_t table = 0;
+  };
+  const RepeatHead& repeat_head(uint32_t repeat) const { return heads_[repeat]; }
   size_t memory_bytes() const { return memory_bytes_; }
 
  private:
@@ -80,6 +88,7 @@ class TokenMaskTables {
   std::shared_ptr<const TokenVocabulary> vocab_;
   std::vector<uint32_t> table_of_node_;  // grammar node -> index into tables_
   std::vector<NodeTable> tables_;
+  std::vector<RepeatHead> heads_;  // per Grammar::repeats entry
   size_t memory_bytes_ = 0;
 };
 
