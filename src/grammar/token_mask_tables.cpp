@@ -129,9 +129,26 @@ uint32_t relative_count(const StackArena& arena, uint32_t stack) {
 // What a counted body node's walk finds, per token: the least repetitions it completes staying
 // in the loop, the repetitions after which it leaves (consumed in the rule), and its remainders.
 struct CountedWalk {
-  std::vector<std::pair<uint32_t, int32_t>> inside, exits;                      // (k, id)
+  std::vector<uint32_t> least;   // per id; or none
+  std::vector<int32_t> staying;  // the ids with a `least` (unsorted, maybe repeated)
+  std::vector<std::pair<uint32_t, int32_t>> exits;                              // (k, id)
   std::map<std::string, std::vector<std::pair<int32_t, uint32_t>>> remainders;  // (id, k)
 };
+constexpr uint32_t kNone = UINT32_MAX;
+
+// A token that stays in the loop having completed kin, and can also leave after k >= kin, is
+// allowed while count + kin < max, or while min <= count + k <= max: that is count + kin < max
+// when kin < k, and count + k <= max when kin == k (min <= max), which reads as staying with
+// k - 1. So only exits before any staying remain exits: the tokens that end the string.
+// `exits` (one token's, or all) sorted by k, larger first.
+void fold_exits(std::vector<uint32_t>& least, std::vector<std::pair<uint32_t, int32_t>>& exits) {
+  std::erase_if(exits, [&](const std::pair<uint32_t, int32_t>& e) {
+    uint32_t& kin = least[static_cast<size_t>(e.second)];
+    if (kin == kNone || kin > e.first) return false;
+    if (kin == e.first) kin = e.first - 1;
+    return true;
+  });
+}
 
 // A counted repetition's body node: one walk with the repetition's count relative to where the
 // token starts (see token_mask_tables.h).
@@ -147,7 +164,9 @@ CountedWalk walk_counted(uint32_t node, uint32_t repeat, const Grammar& g,
   ParserState scratch;
   std::vector<uint32_t> new_exits;
   CountedWalk out;
-  auto& [inside, exits, remainders] = out;
+  auto& [least, staying, exits, remainders] = out;
+  least.assign(static_cast<size_t>(vocab.size()), kNone);
+  std::vector<std::pair<uint32_t, int32_t>> token_exits;
   for (size_t n = 0; n < trie.size();) {
     uint32_t d = trie.depth(n);
     CountedLevel& prev = levels[d - 1];
@@ -184,14 +203,16 @@ CountedWalk walk_counted(uint32_t node, uint32_t repeat, const Grammar& g,
     }
     auto [first, last] = trie.values(n);
     for (const int32_t* v = first; v != last; ++v) {
-      if (!cur.inside.threads.empty()) {
-        uint32_t least = UINT32_MAX;
-        for (const Thread& t : cur.inside.threads)
-          least = std::min(least, relative_count(arena, t.stack));
-        inside.emplace_back(least, *v);
-      }
+      uint32_t& kin = least[static_cast<size_t>(*v)];
+      for (const Thread& t : cur.inside.threads)
+        kin = std::min(kin, relative_count(arena, t.stack));
+      if (kin != kNone) staying.push_back(*v);
+      token_exits.clear();
       for (size_t i = 0; i < cur.used; ++i)
-        if (cur.exited[i].second.alive()) exits.emplace_back(cur.exited[i].first, *v);
+        if (cur.exited[i].second.alive()) token_exits.emplace_back(cur.exited[i].first, *v);
+      std::sort(token_exits.begin(), token_exits.end(), std::greater<>());
+      fold_exits(least, token_exits);
+      exits.insert(exits.end(), token_exits.begin(), token_exits.end());
       if (ended_on_path[d - 1] == 0) continue;
       const std::string& bytes = vocab.bytes(*v);
       for (uint32_t j = 1; j < d; ++j)
@@ -206,34 +227,25 @@ CountedWalk walk_counted(uint32_t node, uint32_t repeat, const Grammar& g,
 
 TokenMaskTables::NodeTable counted_table(CountedWalk walk, uint32_t repeat,
                                          const TokenVocabulary& vocab) {
-  auto& [inside, exits, remainders] = walk;
+  auto& [least, staying, exits, remainders] = walk;
   TokenMaskTables::NodeTable table;
   table.repeat = repeat;
-  // A token listed more than once (the head's union) keeps its least k.
-  std::sort(inside.begin(), inside.end(), [](const auto& a, const auto& b) {
-    return a.second != b.second ? a.second < b.second : a.first < b.first;
-  });
-  inside.erase(std::unique(inside.begin(), inside.end(),
-                           [](const auto& a, const auto& b) { return a.second == b.second; }),
-               inside.end());
-  // A token that stays in the loop having completed kin, and can also leave after k >= kin, is
-  // allowed while count + kin < max, or while min <= count + k <= max: that is count + kin < max
-  // when kin < k, and count + k <= max when kin == k (min <= max), which reads as staying with
-  // k - 1. So only exits before any staying remain exits: the tokens that end the string.
-  std::vector<uint32_t> least(static_cast<size_t>(vocab.size()), UINT32_MAX);
-  for (const auto& [k, id] : inside) least[static_cast<size_t>(id)] = k;
-  std::sort(exits.begin(), exits.end(), std::greater<>());  // larger k first
+  std::sort(exits.begin(), exits.end(), std::greater<>());
   exits.erase(std::unique(exits.begin(), exits.end()), exits.end());
-  std::erase_if(exits, [&](const std::pair<uint32_t, int32_t>& e) {
-    uint32_t& kin = least[static_cast<size_t>(e.second)];
-    if (kin == UINT32_MAX || kin > e.first) return false;
-    if (kin == e.first) kin = e.first - 1;
-    return true;
-  });
-  std::sort(exits.begin(), exits.end());
-  for (auto& [k, id] : inside) k = least[static_cast<size_t>(id)];
-  std::sort(inside.begin(), inside.end());
-  uint32_t most_inside = inside.empty() ? 0 : inside.back().first;
+  fold_exits(least, exits);  // again, for a head's tables merged
+  std::reverse(exits.begin(), exits.end());
+  // The ids with a `least`, ascending (most body nodes have few).
+  if (staying.size() * 8 > least.size()) {
+    staying.clear();
+    for (size_t id = 0; id < least.size(); ++id)
+      if (least[id] != kNone) staying.push_back(static_cast<int32_t>(id));
+  } else {
+    std::sort(staying.begin(), staying.end());
+    staying.erase(std::unique(staying.begin(), staying.end()), staying.end());
+  }
+  size_t inside_count = staying.size();
+  uint32_t most_inside = 0;
+  for (int32_t id : staying) most_inside = std::max(most_inside, least[static_cast<size_t>(id)]);
   uint32_t most_exit = exits.empty() ? 0 : exits.back().first;
   std::vector<RemainderGroup> groups;
   for (auto& [rest, tokens] : remainders) {
@@ -242,25 +254,27 @@ TokenMaskTables::NodeTable counted_table(CountedWalk walk, uint32_t repeat,
     for (const auto& [id, k] : tokens) most_exit = std::max(most_exit, k);
     groups.push_back({rest, std::move(tokens)});
   }
-  table.reach = std::max(inside.empty() ? 0 : most_inside + 1, most_exit);
+  table.reach = std::max(inside_count == 0 ? 0 : most_inside + 1, most_exit);
   set_remainders(table, groups, true);
 
   // Far from the bounds: every token that stays or leaves.
-  std::vector<int32_t> all;
-  for (const auto& [k, id] : inside) all.push_back(id);
+  std::vector<int32_t> all = staying;
   for (const auto& [k, id] : exits) all.push_back(id);
   std::sort(all.begin(), all.end());
   all.erase(std::unique(all.begin(), all.end()), all.end());
   set_accepted(table, std::move(all), vocab);
 
-  table.inside_begin.assign(most_inside + 2, 0);
-  for (const auto& [k, id] : inside) {
-    table.inside_ids.push_back(id);
-    ++table.inside_begin[k + 1];
-  }
+  // The staying tokens by k (a counting sort), ids ascending within one k.
+  table.inside_begin.assign(inside_count == 0 ? 1 : most_inside + 2, 0);
+  for (int32_t id : staying) ++table.inside_begin[least[static_cast<size_t>(id)] + 1];
   for (size_t j = 1; j < table.inside_begin.size(); ++j)
     table.inside_begin[j] += table.inside_begin[j - 1];
-  if (inside.size() * 32 > static_cast<size_t>(vocab.size())) {
+  table.inside_ids.resize(inside_count);
+  {
+    std::vector<uint32_t> at(table.inside_begin.begin(), table.inside_begin.end());
+    for (int32_t id : staying) table.inside_ids[at[least[static_cast<size_t>(id)]]++] = id;
+  }
+  if (inside_count * 32 > static_cast<size_t>(vocab.size())) {
     // Bitmasks for the first levels, until the tokens completing more repetitions are few
     // enough to set one by one.
     constexpr size_t kFewIds = 2048;
@@ -271,7 +285,7 @@ TokenMaskTables::NodeTable counted_table(CountedWalk walk, uint32_t repeat,
         bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
       }
       table.inside_levels.push_back(bits);
-      if (inside.size() - table.inside_begin[j + 1] <= kFewIds) break;
+      if (inside_count - table.inside_begin[j + 1] <= kFewIds) break;
     }
   }
   table.exit_begin.assign(most_exit + 2, 0);
@@ -376,7 +390,12 @@ std::shared_ptr<const TokenMaskTables> TokenMaskTables::build(
     for (uint32_t n : heads[r]) merged_tables.insert(tables->table_of_node_[n]);
     for (uint32_t t : merged_tables) {
       CountedWalk& w = walks.at(t);
-      merged.inside.insert(merged.inside.end(), w.inside.begin(), w.inside.end());
+      if (merged.least.empty()) merged.least.assign(w.least.size(), kNone);
+      for (int32_t id : w.staying) {
+        auto i = static_cast<size_t>(id);
+        merged.least[i] = std::min(merged.least[i], w.least[i]);
+      }
+      merged.staying.insert(merged.staying.end(), w.staying.begin(), w.staying.end());
       merged.exits.insert(merged.exits.end(), w.exits.begin(), w.exits.end());
       for (auto& [rest, tokens] : w.remainders) {
         auto& to = merged.remainders[rest];
