@@ -135,6 +135,39 @@ BOUNDED_STRING = (
      "required": ["title", "year"], "additionalProperties": False},
     {"title": "Quick ox", "year": 1987})
 
+UNBOUNDED_STRING = (
+    {"type": "object", "properties": {
+        "title": {"type": "string"},
+        "year": {"type": "integer", "minimum": 1900, "maximum": 2100}},
+     "required": ["title", "year"], "additionalProperties": False},
+    {"title": "Quick ox", "year": 1987})
+
+# Prose of exactly n code points (an escape, an accented letter and an emoji among them).
+def prose(n):
+    words = ("The quick brown fox jumps over the lazy dog near the riverbank, while a caf\u00e9 "
+             "owner counts the morning's receipts.\nEveryone agrees \U0001F600 the weather "
+             "is fine today and the trains are running on time. ")
+    text = ""
+    while len(text) < n:
+        text += words
+    return text[:n]
+
+# A post of at most 280 characters, written to the bound.
+STRING_280 = (
+    {"type": "object", "properties": {
+        "text": {"type": "string", "maxLength": 280},
+        "lang": {"type": "string", "enum": ["en", "fr", "de"]}},
+     "required": ["text", "lang"], "additionalProperties": False},
+    {"text": prose(280), "lang": "en"})
+
+# A summary of 20 to 1000 characters, written to the upper bound.
+STRING_20_1000 = (
+    {"type": "object", "properties": {
+        "summary": {"type": "string", "minLength": 20, "maxLength": 1000},
+        "keywords": {"type": "array", "items": {"type": "string", "minLength": 20}}},
+     "required": ["summary", "keywords"], "additionalProperties": False},
+    {"summary": prose(1000), "keywords": ["a keyword of twenty chars", "another one, longer than that"]})
+
 
 def wide_tool(every_property):
     """A tool's parameters: 50 properties of four types, every other one required; the instance
@@ -183,7 +216,9 @@ def main():
              ("openai-moderation", OPENAI_MODERATION), ("codex-review", CODEX_REVIEW),
              ("tool-50-properties", wide_tool(False)), ("tool-50-all-given", wide_tool(True)),
              ("recursive-tree", RECURSIVE_TREE),
-             ("any-json", ANY_JSON), ("string-maxLength-8", BOUNDED_STRING)]
+             ("any-json", ANY_JSON), ("string-unbounded", UNBOUNDED_STRING),
+             ("string-maxLength-8", BOUNDED_STRING), ("string-maxLength-280", STRING_280),
+             ("string-min20-max1000", STRING_20_1000)]
     cases = [{"name": n, "group": n, "schema": s, "instances": [i]} for n, (s, i) in named]
     if os.path.isdir(a.suite):
         cases += suite_cases(a.suite)

@@ -32,6 +32,12 @@ bool epsilon_walk(const Grammar& g, uint32_t start, const std::vector<bool>& nul
         on_call(node.arg);
         if (nullable[node.arg]) work.push_back(node.next);
         break;
+      case GrammarNode::Kind::kCounted: {
+        const RepeatSpec& rep = g.repeats[node.arg];
+        on_call(rep.body_rule);
+        if (rep.min == 0 || nullable[rep.body_rule]) work.push_back(node.next);
+        break;
+      }
     }
   }
   return reaches_end;

@@ -32,6 +32,10 @@ struct GrammarAst {
 
 struct GrammarLimits {
   size_t max_nodes = 2'000'000;  // automaton nodes after expanding repetitions
+  // x{n,m} with m (or, for x{n,}, n) at most this is unrolled into copies of x; larger counts
+  // become one counted node (GrammarNode::Kind::kCounted) when x cannot match the empty string.
+  // Unrolled copies each get their own vocabulary walk when bound; a counted body gets one.
+  uint32_t max_unrolled_repeat = 4;
 };
 
 // Compiles `ast` with `root_name` as the start rule. Throws GrammarError on an undefined rule,

@@ -1,5 +1,6 @@
 // Thompson construction of each rule body, written backwards: build(expr, next) returns the
 // entry node of `expr` followed by `next`, so sequences need no patching.
+#include <algorithm>
 #include <unordered_map>
 
 #include "grammar/grammar_ast.h"
@@ -7,10 +8,51 @@
 namespace qmlx::grammar {
 namespace {
 
+using RuleIds = std::unordered_map<std::string, uint32_t>;
+
+// Whether `e` can match the empty string, given which rules can (an undefined rule counts as
+// nullable here; building reports it).
+bool nullable(const Expr& e, const RuleIds& ids, const std::vector<bool>& rules) {
+  switch (e.kind) {
+    case Expr::Kind::kLiteral:
+      return e.bytes.empty();
+    case Expr::Kind::kClass:
+      return false;
+    case Expr::Kind::kRef: {
+      auto it = ids.find(e.name);
+      return it == ids.end() || rules[it->second];
+    }
+    case Expr::Kind::kSequence:
+      return std::all_of(e.children.begin(), e.children.end(),
+                         [&](const Expr& c) { return nullable(c, ids, rules); });
+    case Expr::Kind::kAlternation:
+      return std::any_of(e.children.begin(), e.children.end(),
+                         [&](const Expr& c) { return nullable(c, ids, rules); });
+    case Expr::Kind::kRepeat:
+      return e.min == 0 || nullable(e.children.at(0), ids, rules);
+  }
+  return true;
+}
+
+std::vector<bool> nullable_rules(const GrammarAst& ast, const RuleIds& ids) {
+  std::vector<bool> rules(ast.rules.size());
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < ast.rules.size(); ++r)
+      if (!rules[r] && nullable(ast.rules[r].second, ids, rules)) rules[r] = changed = true;
+  }
+  return rules;
+}
+
 class Builder {
  public:
-  Builder(Grammar& g, const std::unordered_map<std::string, uint32_t>& ids, size_t max_nodes)
-      : g_(g), rule_ids_(ids), max_nodes_(max_nodes) {}
+  Builder(Grammar& g, const std::unordered_map<std::string, uint32_t>& ids,
+          const GrammarLimits& limits, const std::vector<bool>& nullable_rules)
+      : g_(g),
+        rule_ids_(ids),
+        max_nodes_(limits.max_nodes),
+        max_unrolled_(limits.max_unrolled_repeat),
+        nullable_rules_(nullable_rules) {}
 
   uint32_t build(const Expr& e, uint32_t next) {
     switch (e.kind) {
@@ -58,6 +100,9 @@ class Builder {
 
  private:
   uint32_t repeat(const Expr& body, uint32_t min, uint32_t max, uint32_t next) {
+    uint32_t count = max == Expr::kUnbounded ? min : max;
+    if (count > max_unrolled_ && !nullable(body, rule_ids_, nullable_rules_))
+      return counted(body, min, max, next);
     if (max == Expr::kUnbounded) {
       // loop: split(body -> loop, next)
       uint32_t loop = reserve_split(2);
@@ -72,6 +117,20 @@ class Builder {
     }
     for (uint32_t i = 0; i < min; ++i) next = build(body, next);
     return next;
+  }
+
+  // One counted node calling `body` as its own rule: the count lives in the stack frame.
+  uint32_t counted(const Expr& body, uint32_t min, uint32_t max, uint32_t next) {
+    if (max == 0) return next;
+    auto rule = static_cast<uint32_t>(g_.rule_start.size());
+    g_.rule_start.push_back(Grammar::kEndNode);
+    g_.rule_names.push_back("repeat-" + std::to_string(g_.repeats.size()));
+    g_.rule_start[rule] = build(body, Grammar::kEndNode);
+    auto index = static_cast<uint32_t>(g_.repeats.size());
+    static_assert(RepeatSpec::kUnbounded == Expr::kUnbounded);
+    uint32_t node = add({GrammarNode::Kind::kCounted, index, next});
+    g_.repeats.push_back({rule, min, max, node});
+    return node;
   }
 
   uint32_t bytes_node(const ByteSet& set, uint32_t next) {
@@ -109,6 +168,8 @@ class Builder {
   Grammar& g_;
   const std::unordered_map<std::string, uint32_t>& rule_ids_;
   size_t max_nodes_;
+  uint32_t max_unrolled_;
+  const std::vector<bool>& nullable_rules_;
   std::unordered_map<std::string, uint32_t> set_ids_;
 };
 
@@ -128,7 +189,8 @@ Grammar build_grammar(const GrammarAst& ast, const std::string& root_name,
   if (root == ids.end()) throw GrammarError("grammar: no '" + root_name + "' rule");
   g.root_rule = root->second;
   g.rule_start.resize(ast.rules.size());
-  Builder builder(g, ids, limits.max_nodes);
+  std::vector<bool> nullable_flags = nullable_rules(ast, ids);
+  Builder builder(g, ids, limits, nullable_flags);
   for (size_t i = 0; i < ast.rules.size(); ++i)
     g.rule_start[i] = builder.build(ast.rules[i].second, Grammar::kEndNode);
   check_no_left_recursion(g);

@@ -15,8 +15,9 @@ uint64_t hash_with(std::string_view kind, std::string_view content, const std::s
 std::string options_text(const SchemaOptions& o) {
   return std::to_string(o.max_schema_bytes) + "," + std::to_string(o.max_depth) + "," +
          std::to_string(o.max_string_length) + "," + std::to_string(o.max_item_count) + "," +
-         std::to_string(o.grammar_limits.max_nodes) + ",[" + o.item_space + "],[" + o.key_space +
-         "]";
+         std::to_string(o.grammar_limits.max_nodes) + "," +
+         std::to_string(o.grammar_limits.max_unrolled_repeat) + ",[" + o.item_space + "],[" +
+         o.key_space + "]";
 }
 
 }  // namespace

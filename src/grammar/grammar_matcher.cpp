@@ -27,18 +27,90 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint64_t> mask) {
   }
   const std::vector<Thread>& threads = current.state.threads;
   set_accepted(threads, mask);
+  heads_done_.clear();
   for (const Thread& t : threads) {
     const TokenMaskTables::NodeTable& table = tables_->node_table(t.node);
-    if (table.remainders.size() > 0) add_remainder_tokens(table, t.stack, mask);
+    if (!table.counted()) {
+      if (table.remainders.size() > 0) add_remainder_tokens(table, t.stack, mask, 0, UINT32_MAX);
+      continue;
+    }
+    // A counted body's thread: its stack's top frame is the repetition's, holding the count;
+    // the rule around the repetition runs on the frame's parent.
+    const StackArena::Frame& frame = arena_.frame(t.stack);
+    if (far_from_bounds(table, frame.count)) {
+      if (table.remainders.size() > 0)
+        add_remainder_tokens(table, frame.parent, mask, 0, UINT32_MAX);
+    } else if (!add_counted_head(table.repeat, t, threads, mask)) {
+      add_counted(table, frame.count, frame.parent, mask);
+    }
   }
   if (current.state.complete)
     for (int32_t id : tables_->vocab().stop_token_ids())
       mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
 }
 
+bool GrammarMatcher::far_from_bounds(const TokenMaskTables::NodeTable& table,
+                                     uint32_t count) const {
+  const RepeatSpec& rep = tables_->grammar().repeats[table.repeat];
+  return uint64_t{count} + 1 >= rep.min &&
+         (rep.max == RepeatSpec::kUnbounded || uint64_t{count} + table.reach <= rep.max);
+}
+
+// A counted body's thread near a bound, `count` repetitions completed: the tokens staying in
+// the loop completing k with count + k < max, and those leaving after k with
+// min <= count + k <= max (their remainders walked from the caller, as for other nodes).
+void GrammarMatcher::add_counted(const TokenMaskTables::NodeTable& table, uint32_t count,
+                                 uint32_t parent, std::span<uint64_t> mask) {
+  const RepeatSpec& rep = tables_->grammar().repeats[table.repeat];
+  auto set = [&](int32_t id) { mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63); };
+  if (!table.inside_ids.empty()) {
+    auto most = static_cast<uint32_t>(table.inside_begin.size() - 2);
+    uint32_t j = rep.max == RepeatSpec::kUnbounded ? most : std::min(most, rep.max - 1 - count);
+    uint32_t from = 0;
+    if (!table.inside_levels.empty()) {
+      auto level = std::min<uint32_t>(j, static_cast<uint32_t>(table.inside_levels.size() - 1));
+      const std::vector<uint64_t>& bits = table.inside_levels[level];
+      for (size_t w = 0; w < bits.size(); ++w) mask[w] |= bits[w];
+      from = table.inside_begin[level + 1];
+    }
+    for (uint32_t i = from; i < table.inside_begin[j + 1]; ++i) set(table.inside_ids[i]);
+  }
+  uint32_t lo = rep.min > count + 1 ? rep.min - count : 1;
+  uint32_t hi = rep.max == RepeatSpec::kUnbounded ? UINT32_MAX : rep.max - count;
+  if (lo > hi) return;
+  auto most_exit = static_cast<uint32_t>(table.exit_begin.size() - 2);
+  if (lo <= most_exit)
+    for (uint32_t i = table.exit_begin[lo]; i < table.exit_begin[std::min(hi, most_exit) + 1]; ++i)
+      set(table.exit_ids[i]);
+  if (table.remainders.size() > 0) add_remainder_tokens(table, parent, mask, lo, hi);
+}
+
+// At a repetition's start all the body's first nodes are threads with one stack: their merged
+// table is added once for all of them. False when `t` is not part of such a full head.
+bool GrammarMatcher::add_counted_head(uint32_t repeat, const Thread& t,
+                                      const std::vector<Thread>& threads,
+                                      std::span<uint64_t> mask) {
+  const TokenMaskTables::RepeatHead& head = tables_->repeat_head(repeat);
+  if (!std::binary_search(head.nodes.begin(), head.nodes.end(), t.node)) return false;
+  for (const Thread& done : heads_done_)
+    if (done.node == repeat && done.stack == t.stack) return true;  // added already
+  for (uint32_t n : head.nodes)
+    if (std::find(threads.begin(), threads.end(), Thread{n, t.stack}) == threads.end())
+      return false;
+  heads_done_.push_back({repeat, t.stack});
+  const StackArena::Frame& frame = arena_.frame(t.stack);
+  add_counted(tables_->table_at(head.table), frame.count, frame.parent, mask);
+  return true;
+}
+
 void GrammarMatcher::set_accepted(const std::vector<Thread>& threads, std::span<uint64_t> mask) {
   union_key_.clear();
-  for (const Thread& t : threads) union_key_.push_back(tables_->table_index(t.node));
+  for (const Thread& t : threads) {
+    const TokenMaskTables::NodeTable& table = tables_->node_table(t.node);
+    // A counted body's thread near a bound adds its own tokens (add_counted), not a union.
+    if (table.counted() && !far_from_bounds(table, arena_.frame(t.stack).count)) continue;
+    union_key_.push_back(tables_->table_index(t.node));
+  }
   std::sort(union_key_.begin(), union_key_.end());
   union_key_.erase(std::unique(union_key_.begin(), union_key_.end()), union_key_.end());
   const bool dense = std::any_of(union_key_.begin(), union_key_.end(), [&](uint32_t index) {
@@ -79,9 +151,11 @@ const std::vector<uint64_t>& GrammarMatcher::accepted_union() {
   return unions_.front().bits;
 }
 
-// Walks the node's remainder trie from the state its caller continues in.
+// Walks the node's remainder trie from the state its caller continues in; a counted body's
+// remainders only where the repetitions they complete lie in [lo, hi].
 void GrammarMatcher::add_remainder_tokens(const TokenMaskTables::NodeTable& table, uint32_t stack,
-                                          std::span<uint64_t> mask) {
+                                          std::span<uint64_t> mask, uint32_t lo, uint32_t hi) {
+  const bool filter = !table.remainder_counts.empty() && (lo > 0 || hi < UINT32_MAX);
   const ByteTrie& trie = table.remainders;
   walk_states_.resize(std::max<size_t>(walk_states_.size(), trie.max_depth() + 1));
   stepper_.state_after_return(stack, walk_states_[0]);
@@ -98,6 +172,7 @@ void GrammarMatcher::add_remainder_tokens(const TokenMaskTables::NodeTable& tabl
     for (const int32_t* v = first; v != last; ++v)
       for (uint32_t k = table.remainder_token_begin[static_cast<size_t>(*v)];
            k < table.remainder_token_begin[static_cast<size_t>(*v) + 1]; ++k) {
+        if (filter && (table.remainder_counts[k] < lo || table.remainder_counts[k] > hi)) continue;
         int32_t id = table.remainder_tokens[k];
         mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
       }

@@ -60,7 +60,14 @@ class GrammarMatcher {
   const std::vector<uint64_t>& accepted_union();
   bool advance(const ParserState& from, std::string_view bytes, ParserState& out);
   void add_remainder_tokens(const TokenMaskTables::NodeTable& table, uint32_t stack,
-                            std::span<uint64_t> mask);
+                            std::span<uint64_t> mask, uint32_t lo, uint32_t hi);
+  // A counted repetition's body node whose count is far enough from both bounds that its table
+  // reads like any other's.
+  bool far_from_bounds(const TokenMaskTables::NodeTable& table, uint32_t count) const;
+  void add_counted(const TokenMaskTables::NodeTable& table, uint32_t count, uint32_t parent,
+                   std::span<uint64_t> mask);
+  bool add_counted_head(uint32_t repeat, const Thread& t, const std::vector<Thread>& threads,
+                        std::span<uint64_t> mask);
   void push(Entry entry);
 
   std::shared_ptr<const TokenMaskTables> tables_;
@@ -73,6 +80,7 @@ class GrammarMatcher {
   std::vector<ParserState> walk_states_;
   ParserState scratch_a_, scratch_b_;
   std::vector<uint32_t> union_key_;  // the current threads' sorted table indices
+  std::vector<Thread> heads_done_;   // (repeat, stack) whose head table this mask has added
 };
 
 }  // namespace qmlx::grammar

@@ -29,13 +29,14 @@ struct SchemaOptions {
   size_t max_schema_bytes = 1 << 20;                 // limit "max_schema_bytes"
   int max_depth = 64;                                // nested subschemas; limit "max_schema_depth"
   std::chrono::milliseconds max_compile_time{2000};  // limit "max_compile_ms"
-  // Counts above these are reported as unsupported instead of being expanded into a grammar
-  // too slow to bind. A string length expands into one copy of the character automaton per
-  // character, and binding walks the vocabulary from each copy (about 0.2 s per character on
-  // the Qwen3 vocabulary); array items cost one rule call each.
-  uint32_t max_string_length = 8;  // minLength / maxLength
-  uint32_t max_item_count = 128;   // minItems / maxItems
-  GrammarLimits grammar_limits;    // limit "max_grammar_nodes"
+  // Counts above these are reported as unsupported. A bounded string is one counted repetition
+  // of the character automaton (GrammarNode::Kind::kCounted): binding costs what an unbounded
+  // string does whatever the bound, and the count lives in the matcher's stack frames, one
+  // interned frame per character written (about 40 bytes with its index), so 10,000 keeps a
+  // sequence's frames under about 0.5 MB. Array items cost one rule call each.
+  uint32_t max_string_length = 10'000;  // minLength / maxLength
+  uint32_t max_item_count = 128;        // minItems / maxItems
+  GrammarLimits grammar_limits;         // limit "max_grammar_nodes"
   // What follows each `,` between members and items, and each `:` after a key: none in the
   // canonical form. Tool-call arguments take " " for both, as the chat templates' `tojson`
   // (Python json.dumps) writes them and the models learnt them.

@@ -1,5 +1,7 @@
 #include "grammar/pushdown_stepper.h"
 
+#include <algorithm>
+
 namespace qmlx::grammar {
 
 bool VisitedSet::insert(uint64_t key) {
@@ -32,26 +34,22 @@ void VisitedSet::resize(size_t size) {
 }
 
 void PushdownStepper::start_state(ParserState& out) {
-  out.clear();
-  visited_.clear();
+  start(out);
   closure(g_.rule_start[g_.root_rule], 0, out);
 }
 
 void PushdownStepper::state_at(uint32_t node, uint32_t stack, ParserState& out) {
-  out.clear();
-  visited_.clear();
+  start(out);
   closure(node, stack, out);
 }
 
 void PushdownStepper::state_after_return(uint32_t stack, ParserState& out) {
-  out.clear();
-  visited_.clear();
+  start(out);
   closure(Grammar::kEndNode, stack, out);
 }
 
 bool PushdownStepper::step(const ParserState& in, uint8_t byte, ParserState& out) {
-  out.clear();
-  visited_.clear();
+  start(out);
   for (const Thread& t : in.threads) {
     const GrammarNode& node = g_.nodes[t.node];
     if (g_.byte_sets[node.arg].contains(byte)) closure(node.next, t.stack, out);
@@ -77,14 +75,43 @@ void PushdownStepper::closure(uint32_t node, uint32_t stack, ParserState& out) {
       case GrammarNode::Kind::kRule:
         work_.push_back({g_.rule_start[n.arg], arena_.push(n.next, t.stack)});
         break;
-      case GrammarNode::Kind::kEnd:
+      case GrammarNode::Kind::kCounted: {
+        const RepeatSpec& rep = g_.repeats[n.arg];
+        if (rep.min == 0) work_.push_back({n.next, t.stack});
+        if (rep.max > 0)
+          work_.push_back({g_.rule_start[rep.body_rule], arena_.push(t.node, t.stack, 0)});
+        break;
+      }
+      case GrammarNode::Kind::kEnd: {
         if (t.stack == 0) {
           out.complete = true;
-        } else {
-          const StackArena::Frame& f = arena_.frame(t.stack);
+          break;
+        }
+        const StackArena::Frame f = arena_.frame(t.stack);  // a copy: push() may reallocate
+        if (f.count == StackArena::kNoCount) {
           work_.push_back({f.return_node, f.parent});
+          break;
+        }
+        const GrammarNode& counted = g_.nodes[f.return_node];
+        const RepeatSpec& rep = g_.repeats[counted.arg];
+        uint32_t body = g_.rule_start[rep.body_rule];
+        if (f.count & StackArena::kRelative) {
+          uint32_t done = (f.count & ~StackArena::kRelative) + 1;
+          exits_.push_back(done);
+          work_.push_back(
+              {body, arena_.push(f.return_node, f.parent, done | StackArena::kRelative)});
+          break;
+        }
+        uint32_t done = f.count + 1;
+        if (done >= rep.min) work_.push_back({counted.next, f.parent});
+        if (done < rep.max) {
+          // Without an upper bound only "min reached" matters: the count stops there, so the
+          // frames stay few however long the repetition runs.
+          uint32_t kept = rep.max == RepeatSpec::kUnbounded ? std::min(done, rep.min) : done;
+          work_.push_back({body, arena_.push(f.return_node, f.parent, kept)});
         }
         break;
+      }
     }
   }
 }

@@ -105,11 +105,16 @@ TEST(GrammarParser, RefusesLeftRecursion) {
 
 TEST(GrammarParser, NodeLimitIsAnErrorNamingTheLimit) {
   try {
-    compile_grammar(R"(root ::= ("a"{1000}){1000})", GrammarLimits{.max_nodes = 10000});
+    compile_grammar(R"(root ::= ("a"{1000}){1000})",
+                    GrammarLimits{.max_nodes = 10000, .max_unrolled_repeat = 100000});
     FAIL() << "expected a limit error";
   } catch (const GrammarError& e) {
     EXPECT_EQ(e.limit(), "max_grammar_nodes");
   }
+  // Counted repetitions (the default above 4) stay small, nested ones included.
+  auto g = compile_grammar(R"(root ::= ("a"{1000}){1000})", GrammarLimits{.max_nodes = 10000});
+  EXPECT_EQ(g.grammar->repeats.size(), 2u);
+  EXPECT_LT(g.grammar->nodes.size(), 20u);
 }
 
 }  // namespace

@@ -174,10 +174,22 @@ TEST(JsonSchemaCompiler, StringLengthsCountCodePoints) {
   EXPECT_TRUE(accepts(g, R"("é😀")"));
   EXPECT_TRUE(accepts(g, R"("a\nb")"));
   EXPECT_FALSE(accepts(g, R"("abcd")"));
-  // Longer bounds than SchemaOptions::max_string_length are reported, not expanded.
-  g = compile(R"({"type": "string", "maxLength": 100})");
+  // Long bounds are one counted repetition, not copies of the character automaton.
+  g = compile(R"({"type": "string", "minLength": 20, "maxLength": 100})");
+  EXPECT_TRUE(g.unsupported.empty());
+  EXPECT_EQ(g.grammar->repeats.size(), 1u);
+  EXPECT_LT(g.grammar->nodes.size(), 100u);
+  EXPECT_FALSE(accepts(g, "\"" + std::string(19, 'x') + "\""));
+  EXPECT_TRUE(accepts(g, "\"" + std::string(20, 'x') + "\""));
+  EXPECT_TRUE(accepts(g, "\"" + std::string(100, 'x') + "\""));
+  EXPECT_FALSE(accepts(g, "\"" + std::string(101, 'x') + "\""));
+  g = compile(R"({"type": "string", "maxLength": 10000})");
+  EXPECT_TRUE(g.unsupported.empty());
+  // Bounds above SchemaOptions::max_string_length (10,000) are reported and dropped.
+  g = compile(R"({"type": "string", "minLength": 3, "maxLength": 20000})");
   EXPECT_EQ(g.unsupported, (std::vector<UnsupportedKeyword>{{"maxLength", ""}}));
-  EXPECT_TRUE(accepts(g, "\"" + std::string(150, 'x') + "\""));
+  EXPECT_FALSE(accepts(g, R"("ab")"));
+  EXPECT_TRUE(accepts(g, "\"" + std::string(25000, 'x') + "\""));
 }
 
 TEST(JsonSchemaCompiler, Patterns) {
@@ -269,7 +281,7 @@ TEST(JsonSchemaCompiler, LimitsAreErrorsNamingTheLimit) {
   EXPECT_EQ(limit_of(Json{{"description", std::string(2000, 'x')}}, small), "max_schema_bytes");
   SchemaOptions few_nodes;
   few_nodes.grammar_limits.max_nodes = 200;
-  few_nodes.max_string_length = 1000;
+  few_nodes.grammar_limits.max_unrolled_repeat = 1000;  // copies, as before counted repetition
   EXPECT_EQ(limit_of(Json::parse(R"({"type": "string", "maxLength": 100})"), few_nodes),
             "max_grammar_nodes");
   SchemaOptions no_time;
