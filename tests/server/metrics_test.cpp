@@ -114,5 +114,25 @@ TEST(MetricsTest, RequestLogLineEndsWithTheNormalizationRulesThatFired) {
   EXPECT_EQ(line.substr(line.size() - tail.size()), tail) << line;
 }
 
+TEST(MetricsTest, RequestLogLineNamesTheReplyFormatItWasHeldTo) {
+  GenerationStats stats;
+  std::string line = request_log_line(1, FinishReason::kStop, stats);
+  EXPECT_EQ(line.find("format="), std::string::npos) << line;
+  stats.reply_format = "json_object";
+  line = request_log_line(1, FinishReason::kStop, stats);
+  EXPECT_NE(line.find(" format=json_object"), std::string::npos) << line;
+  EXPECT_EQ(line.find(" format=json_object:"), std::string::npos) << line;
+  // The client's schema name, one token: other characters become '_', at most 64 kept.
+  stats.reply_format = "json_schema";
+  stats.reply_format_name = "codex_output_schema";
+  line = request_log_line(1, FinishReason::kStop, stats);
+  EXPECT_NE(line.find(" format=json_schema:codex_output_schema"), std::string::npos) << line;
+  stats.reply_format_name = "my schema=\"x\"\n" + std::string(100, 'a');
+  line = request_log_line(1, FinishReason::kStop, stats);
+  const std::string tail = " format=json_schema:my_schema__x__" + std::string(50, 'a');
+  ASSERT_GE(line.size(), tail.size());
+  EXPECT_EQ(line.substr(line.size() - tail.size()), tail) << line;
+}
+
 }  // namespace
 }  // namespace qmlx::server

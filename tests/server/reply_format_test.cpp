@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "server/metrics/server_metrics.h"
 #include "server/routes/api_server.h"
+#include "server/scheduling/generation_runner.h"
+#include "server/scheduling/reply_grammars.h"
 #include "tests/server/fake_runtime.h"
 
 namespace qmlx::server {
@@ -264,6 +267,46 @@ TEST_F(ReplyFormatTest, ToolsAndAFormatTogetherGiveAValidCall) {
   ASSERT_TRUE(arguments["days"].is_number_integer()) << r.dump();
   EXPECT_GE(arguments["days"].get<int>(), 1);
   EXPECT_LE(arguments["days"].get<int>(), 7);
+}
+
+// The request's log line names the format its reply was held to (format=json_schema:<name>,
+// server_metrics.cpp): the runner's stats carry the kind and the schema's name when the
+// constraint was on, nothing for free text.
+TEST(ReplyFormatStatsTest, TheRunnerSaysWhichFormatHeldTheReply) {
+  std::shared_ptr<ModelRuntime> runtime = testing::make_fake_runtime({.script = kScript});
+  std::unique_ptr<InferenceSession> session = runtime->new_session();
+  testing::RecordingHooks hooks;
+  ReplyGrammars grammars(runtime->tokenizer, runtime->stop_token_ids);
+  auto run = [&](const ReplyFormat& format) {
+    GenerationRequest request;
+    request.route = Route::kResponses;
+    request.max_tokens = 200;
+    request.sampling.temperature = 0;
+    request.messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", "plan"}}});
+    request.reply_format = format;
+    RenderedPrompt prompt = runtime->render_chat(request.messages, nlohmann::ordered_json::array(),
+                                                 true, nlohmann::ordered_json::object());
+    auto tables = grammars.bind(format, 1);
+    GenerationJob job(1, std::move(request), std::move(prompt), {}, std::move(tables));
+    GenerationOutcome outcome = run_generation(job, *session, *runtime, hooks);
+    std::string text;
+    while (auto event = job.next(std::chrono::seconds(0))) {
+      if (event->kind == GenerationEvent::Kind::kOutput) text += event->delta.content;
+    }
+    return std::make_pair(outcome.stats, text);
+  };
+  const nlohmann::ordered_json text_format = {
+      {"type", "json_schema"}, {"name", "plan"}, {"schema", kWeatherSchema}, {"strict", true}};
+  auto [held, held_text] = run(parse_responses_text_format(text_format, "text.format"));
+  EXPECT_EQ(held.reply_format, "json_schema");
+  EXPECT_EQ(held.reply_format_name, "plan");
+  expect_weather(held_text);
+  EXPECT_NE(request_log_line(1, FinishReason::kStop, held).find(" format=json_schema:plan"),
+            std::string::npos);
+  auto [plain, plain_text] = run(ReplyFormat{});
+  EXPECT_EQ(plain.reply_format, "");
+  EXPECT_EQ(plain_text, kScript);
+  EXPECT_EQ(request_log_line(1, FinishReason::kStop, plain).find("format="), std::string::npos);
 }
 
 }  // namespace

@@ -68,6 +68,20 @@ ReplyFormat parse_openai_format(const json& format, const std::string& path, boo
 
 }  // namespace
 
+const char* ReplyFormat::kind_name() const {
+  switch (kind) {
+    case Kind::kText:
+      return "text";
+    case Kind::kJsonObject:
+      return "json_object";
+    case Kind::kJsonSchema:
+      return "json_schema";
+    case Kind::kGrammar:
+      return "grammar";
+  }
+  return "text";
+}
+
 ReplyFormat parse_response_format(const json& format, const std::string& path) {
   return parse_openai_format(format, path, true);
 }

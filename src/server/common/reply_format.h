@@ -30,6 +30,8 @@ struct ReplyFormat {
   std::string path;  // where the request set it ("response_format", "text.format", ...)
 
   bool constrained() const { return kind != Kind::kText; }
+  // "text", "json_object", "json_schema" or "grammar" (the request log's format=).
+  const char* kind_name() const;
 };
 
 // Chat completions' and completions' response_format (`path` names it in errors).

@@ -182,6 +182,19 @@ std::string request_log_line(uint64_t uid, FinishReason finish, const Generation
                   stats.images, stats.images_encoded, stats.image_encode_ms);
     out += line;
   }
+  if (!stats.reply_format.empty()) {
+    out += " format=" + stats.reply_format;
+    // The schema's name is the client's: kept to one short token of the line.
+    if (!stats.reply_format_name.empty()) {
+      out += ':';
+      constexpr size_t kMaxName = 64;
+      for (char c : stats.reply_format_name.substr(0, kMaxName)) {
+        const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                           (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+        out += plain ? c : '_';
+      }
+    }
+  }
   if (!stats.normalized.empty()) {
     out += " normalized=";
     for (size_t i = 0; i < stats.normalized.size(); ++i) {

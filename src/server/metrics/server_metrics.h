@@ -54,8 +54,10 @@ class ServerMetrics {
 };
 
 // The per-request log line: starts exactly `uid=<n> <HIT|MISS> cached=<c> prefill=<p>`; has
-// `spec_accept=<accepted/drafted> spec_tokens_per_step=<t>` when speculative decoding ran; ends
-// with `normalized=<rule>,<rule>` when prompt normalization rules changed the request.
+// `spec_accept=<accepted/drafted> spec_tokens_per_step=<t>` when speculative decoding ran;
+// `format=<kind>[:<name>]` when the reply was held to a format (json_object, json_schema with
+// the schema's name, its characters other than [A-Za-z0-9_.-] as '_', or grammar); ends with
+// `normalized=<rule>,<rule>` when prompt normalization rules changed the request.
 // `status`: what the client got (200; 499 when it left; 503 when a server stop cut it short).
 std::string request_log_line(uint64_t uid, FinishReason finish, const GenerationStats& stats,
                              int status = 200);

@@ -55,6 +55,10 @@ struct GenerationStats {
   double image_encode_ms = 0;
   // Speculative decoding's steps, drafts, accepted drafts and tokens produced (all zero when off).
   SpeculativeCounts speculative;
+  // The reply format the decode held the reply to (ReplyFormat::kind_name(): "json_object",
+  // "json_schema", "grammar"; "" for free text) and the schema's name ("" when none).
+  std::string reply_format;
+  std::string reply_format_name;
 
   double prefill_tokens_per_second() const;
   double decode_tokens_per_second() const;

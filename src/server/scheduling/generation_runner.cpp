@@ -263,6 +263,10 @@ class Run {
     const int max_tokens = request_.max_tokens.value_or(1);
     ReplyConstraint reply(job_.reply_grammar(), job_.prompt().text, max_tokens, *runtime_.tokenizer,
                           tool_call_token());
+    if (reply.enabled()) {
+      stats_.reply_format = request_.reply_format.kind_name();
+      stats_.reply_format_name = request_.reply_format.name;
+    }
     ToolCallConstraint tool_calls(job_.tool_call_grammar(), request_, job_.prompt().text,
                                   *runtime_.tokenizer, runtime_.stop_token_ids);
     SpeculativeDecoding* speculative = speculation(tool_choice);
