@@ -4,7 +4,8 @@
 `response_format: json_schema` (same prompts, temperature 0, max_tokens --tokens), the order of
 the two conditions swapped every round so drift hits both alike. A condition's rate is the sum
 over its streams of (tokens - 1) / (last chunk - first chunk), tokens from the usage the stream
-ends with. Prints each round's rates, the medians and their ratio, and how each reply finished;
+ends with. Prints each round's rates, the medians and their ratio, the median of the rounds'
+own schema/free ratios (drift between rounds cancels), and how each reply finished;
 and the server's CPU time per token (user + system, from /proc), which other jobs on a shared
 machine disturb less than the wall-clock rate. With --perf, one more constrained round runs
 under `perf record` and the share of the server's samples spent in grammar work (the mask, its
@@ -157,6 +158,11 @@ def run(qmlx, model, parallel, tokens, rounds, perf):
         print("--parallel %d ratio schema/free: tok/s %.3f, CPU per token %.3f" % (
             parallel, schema / free,
             statistics.median(cpu["schema"]) / statistics.median(cpu["free"])), flush=True)
+        # The two conditions of a round ran back to back: their ratio cancels the drift between
+        # rounds that the medians above still carry.
+        paired = [s / f for s, f in zip(rates["schema"], rates["free"])]
+        print("--parallel %d paired ratios schema/free: %s  median %.3f" % (
+            parallel, " ".join("%.3f" % x for x in paired), statistics.median(paired)), flush=True)
         if perf:
             data = os.path.join(home, "perf.data")
             recorder = subprocess.Popen(["perf", "record", "-F", "999", "-p", str(proc.pid),

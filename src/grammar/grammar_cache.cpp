@@ -45,6 +45,8 @@ BoundGrammar GrammarCache::grammar(std::string_view text,
 
 template <typename Build>
 BoundGrammar GrammarCache::get_or_build(uint64_t key, Build build) {
+  std::shared_ptr<InFlight> flight;
+  bool builder = false;
   {
     std::lock_guard lock(mutex_);
     auto it = index_.find(key);
@@ -53,11 +55,34 @@ BoundGrammar GrammarCache::get_or_build(uint64_t key, Build build) {
       lru_.splice(lru_.begin(), lru_, it->second);
       return it->second->value;
     }
-    ++misses_;
+    auto [building, first] = in_flight_.try_emplace(key);
+    if (first) {
+      ++misses_;
+      building->second = std::make_shared<InFlight>();
+      builder = true;
+    } else {
+      ++hits_;
+    }
+    flight = building->second;
   }
-  BoundGrammar value = build();  // outside the lock: compiling takes milliseconds
-  insert(key, value);
-  return value;
+  if (!builder) return flight->result.get();  // the builder's result, or its error rethrown
+  // Outside the lock: binding to a vocabulary takes up to max_compile_ms.
+  try {
+    BoundGrammar value = build();
+    insert(key, value);
+    finish(key);
+    flight->promise.set_value(value);
+    return value;
+  } catch (...) {
+    finish(key);  // not cached: the next caller tries again
+    flight->promise.set_exception(std::current_exception());
+    throw;
+  }
+}
+
+void GrammarCache::finish(uint64_t key) {
+  std::lock_guard lock(mutex_);
+  in_flight_.erase(key);
 }
 
 void GrammarCache::insert(uint64_t key, const BoundGrammar& value) {

@@ -2,11 +2,14 @@
 // hash of the schema (as written, member order included: it decides the output's order) or of
 // the grammar text, of the compile options, and of the vocabulary's fingerprint. The cache is
 // bounded in bytes (TokenMaskTables::memory_bytes), least recently used out first; an entry in
-// use by a matcher stays alive through its shared_ptr after eviction. Thread-safe. Two callers
-// missing the same key at once may both build; one result is kept.
+// use by a matcher stays alive through its shared_ptr after eviction. Thread-safe. Callers
+// missing a key that another caller is building wait for that build (its result, or its error)
+// instead of building again: concurrent requests with one schema bind it once. The wait is
+// bounded by the build's own time limit.
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -37,14 +40,20 @@ class GrammarCache {
 
   size_t bytes() const;
   size_t entries() const;
-  uint64_t hits() const;
-  uint64_t misses() const;
+  uint64_t hits() const;    // found, or waited for another caller's build
+  uint64_t misses() const;  // built
 
  private:
   template <typename Build>
   BoundGrammar get_or_build(uint64_t key, Build build);
   void insert(uint64_t key, const BoundGrammar& value);
+  void finish(uint64_t key);  // the build of `key` is over: later callers look it up
 
+  // A build under way, which later callers of the same key wait for.
+  struct InFlight {
+    std::promise<BoundGrammar> promise;
+    std::shared_future<BoundGrammar> result = promise.get_future().share();
+  };
   struct Slot {
     uint64_t key;
     BoundGrammar value;
@@ -54,6 +63,7 @@ class GrammarCache {
   mutable std::mutex mutex_;
   std::list<Slot> lru_;  // front: most recently used
   std::unordered_map<uint64_t, std::list<Slot>::iterator> index_;
+  std::unordered_map<uint64_t, std::shared_ptr<InFlight>> in_flight_;
   size_t bytes_ = 0;
   uint64_t hits_ = 0, misses_ = 0;
 };

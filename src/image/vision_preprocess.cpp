@@ -56,6 +56,7 @@ VisionInput preprocess_for_vision(const RgbImage& image, const VisionPreprocessC
   input.pixel_values = flatten_patches(resized, config);
   input.grid = {1, resized.height / config.patch_size, resized.width / config.patch_size};
   input.num_patches = input.grid.t * input.grid.h * input.grid.w;
+  input.merge_size = config.merge_size;
   input.patch_dim = 3 * config.temporal_patch_size * config.patch_size * config.patch_size;
   return input;
 }

@@ -48,6 +48,7 @@ struct VisionInput {
   int num_patches = 0;              // grid.t * grid.h * grid.w
   int patch_dim = 0;                // 3 * temporal_patch_size * patch_size^2 (1536 for Qwen3.5)
   GridThw grid;
+  int merge_size = 2;   // the tower merges merge_size x merge_size patches into one token
   ResizedSize resized;  // the size smart_resize chose
   ImageIdentity identity;
 };

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <latch>
+#include <random>
+#include <thread>
+
 #include "grammar_test_support.h"
 
 namespace qmlx::grammar {
@@ -60,6 +64,38 @@ TEST(GrammarCache, CompileErrorsAreNotCached) {
   EXPECT_THROW(cache.grammar("root ::= (", vocab), GrammarError);
   EXPECT_EQ(cache.entries(), 0u);
   EXPECT_NE(cache.grammar("root ::= \"a\"", vocab).tables, nullptr);
+}
+
+// Requests with one schema arriving together: one binds it, the others wait for that build.
+// A vocabulary of 40,000 random tokens makes the build take long enough (tens of ms) that all
+// the callers arrive during it.
+TEST(GrammarCache, ConcurrentMissesOfOneKeyBuildOnce) {
+  std::mt19937_64 rng(5);
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 40000; ++i) {
+    std::string t(1 + rng() % 6, ' ');
+    for (char& c : t) c = char(' ' + rng() % 95);
+    tokens.push_back(std::move(t));
+  }
+  auto vocab = std::make_shared<const TokenVocabulary>(
+      std::move(tokens), std::vector<bool>(40000, false), std::vector<int32_t>{});
+  GrammarCache cache(256 << 20);
+  const Json schema = Json::parse(
+      R"({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}})");
+  constexpr int kCallers = 4;
+  std::latch start(kCallers);
+  std::vector<std::shared_ptr<const TokenMaskTables>> got(kCallers);
+  std::vector<std::thread> callers;
+  for (int i = 0; i < kCallers; ++i)
+    callers.emplace_back([&, i] {
+      start.arrive_and_wait();
+      got[size_t(i)] = cache.json_schema(schema, {}, vocab).tables;
+    });
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(cache.misses(), 1u);
+  EXPECT_EQ(cache.hits(), uint64_t(kCallers - 1));
+  for (const auto& tables : got) EXPECT_EQ(tables, got[0]);
+  EXPECT_EQ(cache.entries(), 1u);
 }
 
 }  // namespace

@@ -11,13 +11,15 @@ std::function<PlacedImages(std::span<const PromptImage>, int64_t)> make_image_en
   return [model = std::move(model), cache = std::move(cache)](std::span<const PromptImage> images,
                                                               int64_t from_row) {
     PlacedImages placed;
-    const int merge = 2;  // Qwen3.5's spatial merge: one pad per 2 x 2 patches
     for (const PromptImage& image : images) {
       const image::VisionInput& input = *image.input;
-      if (input.grid.t != 1 || input.grid.h % merge != 0 || input.grid.w % merge != 0) {
+      const int merge = input.merge_size;  // one pad per merge x merge patches
+      if (merge < 1 || input.grid.t != 1 || input.grid.h % merge != 0 ||
+          input.grid.w % merge != 0) {
         throw Error("an image's patch grid " + std::to_string(input.grid.t) + "x" +
                     std::to_string(input.grid.h) + "x" + std::to_string(input.grid.w) +
-                    " is not a still image in 2 x 2 merge blocks");
+                    " is not a still image in " + std::to_string(merge) + " x " +
+                    std::to_string(merge) + " merge blocks");
       }
       SequenceImage s;
       s.first_row = image.first_row;

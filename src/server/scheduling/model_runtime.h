@@ -97,8 +97,11 @@ class TokenSampler {
 struct PromptImage {
   int64_t first_row = 0;
   std::shared_ptr<const image::VisionInput> input;
-  // One pad per 2 x 2 merged patches.
-  int64_t pads() const { return input ? int64_t(input->num_patches) / 4 : 0; }
+  // One pad per merge_size x merge_size merged patches (Qwen3.5: 2 x 2).
+  int64_t pads() const {
+    return input ? int64_t(input->num_patches) / (int64_t(input->merge_size) * input->merge_size)
+                 : 0;
+  }
 };
 
 // A prompt's images for the session (InferenceSession::set_images), and how many of them the
