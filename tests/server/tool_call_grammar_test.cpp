@@ -242,6 +242,44 @@ TEST_F(ToolCallGrammarTest, MalformedXmlCallsRefused) {
   for (const std::string& text : malformed) EXPECT_FALSE(accepts(tables, text)) << text;
 }
 
+// XML strings are raw text: minLength / maxLength count its code points (text without `<`, so
+// it cannot hold `</parameter>`) and a format holds it, with nothing reported (a strict tool
+// with them is served); a pattern is still reported.
+TEST_F(ToolCallGrammarTest, XmlStringLengthsAndFormatsEnforced) {
+  GenerationRequest request;
+  request.tools = Json::parse(R"([{"type": "function", "function": {"name": "rename",
+    "parameters": {"type": "object", "required": ["name", "id"], "additionalProperties": false,
+      "properties": {"name": {"type": "string", "minLength": 2, "maxLength": 12},
+                     "id": {"type": "string", "format": "uuid"}}}}}])");
+  request.strict_tools = {"rename"};
+  EXPECT_TRUE(build_tool_call_grammar(request, ToolCallFormat::kXml, false).dropped.empty());
+  auto tables = bind(request, ToolCallFormat::kXml, false);
+  ASSERT_TRUE(tables);
+  const std::string uuid = "123e4567-e89b-12d3-a456-426614174000";
+  auto call = [](const std::string& name, const std::string& id) {
+    return "<tool_call>\n<function=rename>\n<parameter=name>\n" + name +
+           "\n</parameter>\n<parameter=id>\n" + id + "\n</parameter>\n</function>\n</tool_call>";
+  };
+  for (const std::string name : {"ab", "Zoë crème", "twelve chars", "two\nlines"}) {
+    std::string refused;
+    EXPECT_TRUE(accepts(tables, call(name, uuid), &refused))
+        << name << ", refused after " << refused;
+    ParsedOutput parsed = parse(call(name, uuid), request, ToolCallFormat::kXml);
+    ASSERT_EQ(parsed.tool_calls.size(), 1u) << name;
+    EXPECT_EQ(Json::parse(parsed.tool_calls[0].arguments_json),
+              (Json{{"name", name}, {"id", uuid}}));
+  }
+  for (const std::string name : {"a", "thirteen char", "a<b", ""})
+    EXPECT_FALSE(accepts(tables, call(name, uuid))) << name;
+  EXPECT_FALSE(accepts(tables, call("ab", "123e4567-e89b-12d3-a456-42661417400")));  // short
+  EXPECT_FALSE(accepts(tables, call("ab", "not a uuid")));
+
+  request.tools[0]["function"]["parameters"]["properties"]["name"]["pattern"] = "^[a-z]+$";
+  ToolCallGrammar with_pattern = build_tool_call_grammar(request, ToolCallFormat::kXml, false);
+  ASSERT_EQ(with_pattern.dropped.size(), 1u);
+  EXPECT_EQ(with_pattern.dropped[0].keyword.keyword, "pattern");
+}
+
 // XML: parameters the schema does not declare are allowed after the declared ones where it
 // does not forbid them (JSON Schema's default; models write such ones), for tools held by the
 // server's tool_call_grammar; a strict tool, or `additionalProperties: false`, has only its

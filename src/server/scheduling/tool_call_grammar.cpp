@@ -8,6 +8,7 @@
 #include "grammar/grammar_composition.h"
 #include "grammar/grammar_parser.h"
 #include "grammar/grammar_text.h"
+#include "grammar/json_formats.h"
 #include "grammar/json_schema_compiler.h"
 #include "text/output/tool_catalog.h"
 
@@ -174,20 +175,26 @@ class Builder {
     // declared parameter could come again there, raw.
     if (!strict && allows_other_properties(*schema)) {
       uses_raw_ = true;
-      out += " (" + grammar_literal("<parameter=") + " xml-other-name " +
-             grammar_literal(">\n") + " xml-raw " +
-             grammar_literal("\n" + std::string(kParameterClose) + "\n") + ")*";
+      out += " (" + grammar_literal("<parameter=") + " xml-other-name " + grammar_literal(">\n") +
+             " xml-raw " + grammar_literal("\n" + std::string(kParameterClose) + "\n") + ")*";
     }
     return out;
   }
 
-
-  // A value the parser reads as a string: its raw text, one of the listed strings when the
-  // schema lists them, else any text without `</parameter>` (other string keywords are
-  // reported: the raw form is not JSON, so the schema compiler's string rules do not apply).
+  // A value the parser reads as a string: its raw text, between the framing newlines (the
+  // parser strips exactly one on each side). One of the listed strings when the schema lists
+  // them; else a `format` the schema compiler enforces (all ASCII without quotes or
+  // backslashes: its JSON and raw forms coincide); else, with minLength / maxLength, that many
+  // code points of text without `<` (so a bounded value can never hold `</parameter>`: such a
+  // value is always valid, and only `<` is never written in one); else any text without
+  // `</parameter>`. Other string keywords (`pattern`, whose translation is of the
+  // JSON-escaped form) are reported.
   std::string raw_value(const Json& property, const std::string& path,
                         std::vector<grammar::UnsupportedKeyword>& dropped) {
     std::vector<std::string> listed;
+    std::optional<std::string> format;
+    uint32_t min_length = 0, max_length = grammar::Expr::kUnbounded;
+    std::vector<std::string> lengths;  // the length keywords given
     if (property.is_object()) {
       if (auto c = property.find("const"); c != property.end() && c->is_string()) {
         listed.push_back(c->get<std::string>());
@@ -201,8 +208,27 @@ class Builder {
       }
       for (const auto& [keyword, v] : property.items()) {
         if (kStringAnnotations.count(keyword) || keyword == "const" || keyword == "enum") continue;
+        if (keyword == "format" && v.is_string()) {
+          format = grammar::format_expression(v.get<std::string>());
+          if (format) continue;
+        }
+        if ((keyword == "minLength" || keyword == "maxLength") && v.is_number_unsigned() &&
+            v.get<uint64_t>() <= grammar::SchemaOptions{}.max_string_length) {
+          (keyword == "minLength" ? min_length : max_length) = uint32_t(v.get<uint64_t>());
+          lengths.push_back(keyword);
+          continue;
+        }
         dropped.push_back({keyword, path + "/" + keyword});
       }
+    }
+    if (!listed.empty() || format || min_length > max_length) {
+      // The listed values and the format are written as they are, not intersected with a
+      // length; a length no value can have is not enforced.
+      for (const std::string& k : lengths) dropped.push_back({k, path + "/" + k});
+      if (format && listed.empty()) return "(" + *format + ")";
+    } else if (!lengths.empty()) {
+      return "[^<]{" + std::to_string(min_length) + "," +
+             (max_length == grammar::Expr::kUnbounded ? "" : std::to_string(max_length)) + "}";
     }
     if (listed.empty()) {
       uses_raw_ = true;
