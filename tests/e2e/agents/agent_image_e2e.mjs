@@ -14,7 +14,9 @@ import path from "node:path";
 import zlib from "node:zlib";
 
 import { CLIENTS } from "./clients.mjs";
-import { bodyText, logEntryOf, makeScriptedModel, openClientSession, runClient } from "./harness.mjs";
+import {
+  bodyText, checkExchangesClean, logEntryOf, makeScriptedModel, openClientSession, runClient,
+} from "./harness.mjs";
 
 const [qmlx, workRoot, nodeModules, name] = process.argv.slice(2);
 const client = CLIENTS[name];
@@ -132,10 +134,7 @@ try {
     entry2.prefill < entry2.prompt / 2,
   `turn 2 HITs past the image without encoding it again (cached ${entry2?.cached}, ` +
     `prefill ${entry2?.prefill} of ${entry2?.prompt})`, entry2?.line ?? "no log line");
-  const failed = recorder.exchanges.filter((e) => e.status >= 400);
-  check(failed.length === 0, `every request succeeds (${recorder.exchanges.length} requests)`,
-    failed.map((e) => `${e.method} ${e.path} -> ${e.status}`).join("; "));
-  check(trap.attempts.length === 0, "nothing tried to leave the machine", trap.attempts.join("; "));
+  checkExchangesClean(check, recorder, trap);
 } finally {
   fs.writeFileSync(path.join(work, "requests.json"), JSON.stringify(recorder.exchanges, null, 1));
   await session.close();

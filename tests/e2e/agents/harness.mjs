@@ -256,3 +256,12 @@ export async function chatPromptIds(server, body) {
 export function bodyText(exchange) {
   return exchange.body ? JSON.stringify(exchange.body) : "";
 }
+
+// The checks every agent test ends with: no request the client sent failed, and nothing tried
+// to leave the machine. `check(ok, what, detail)` is the test's own.
+export function checkExchangesClean(check, recorder, trap) {
+  const failed = recorder.exchanges.filter((e) => e.status >= 400);
+  check(failed.length === 0, `every request succeeds (${recorder.exchanges.length} requests)`,
+    failed.map((e) => `${e.method} ${e.path} -> ${e.status}`).join("; "));
+  check(trap.attempts.length === 0, "nothing tried to leave the machine", trap.attempts.join("; "));
+}
