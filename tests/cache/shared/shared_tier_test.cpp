@@ -2,6 +2,7 @@
 // one real Redis Cluster.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -196,14 +197,16 @@ TEST_F(SharedTierTest, ARestoreRacingTheAdoptionOfSharedChunksForgetsNothing) {
   capture(*a, turn1);
 
   FaultEnv env(Env::posix());
-  std::promise<void> release_writer;
+  std::promise<void> release_writer, writer_waits;
   std::shared_future<void> writer_released = release_writer.get_future().share();
-  bool held = false, raced = false;
+  std::future<void> writer_waiting = writer_waits.get_future();
+  std::atomic<bool> held = false, raced = false;
   PrefixCache* b_cache = nullptr;
   env.set_open_hook([&](FaultEnv::OpenEvent event, const std::string& path) {
     if (path.find("chunks") == std::string::npos) return;
     if (event == FaultEnv::OpenEvent::kBeforeWrite && !held) {
       held = true;  // the writer waits here until the racing read has missed
+      writer_waits.set_value();
       ASSERT_EQ(writer_released.wait_for(std::chrono::seconds(20)), std::future_status::ready);
     } else if (event == FaultEnv::OpenEvent::kReadFailed && held && !raced) {
       raced = true;
@@ -214,6 +217,12 @@ TEST_F(SharedTierTest, ARestoreRacingTheAdoptionOfSharedChunksForgetsNothing) {
   auto b = std::make_unique<PrefixCache>(config(disk_b_), fingerprint_, layout_, &env);
   b_cache = b.get();
   ASSERT_EQ(restore(*b, turn2).tier, "shared");  // queues the adoption, whose write waits
+  // The writer thread may not have reached its first chunk yet (a loaded machine, ASan): the
+  // racing read must come while it is held there, not before it started.
+  if (writer_waiting.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    release_writer.set_value();
+    FAIL() << "the adoption never reached its first chunk write";
+  }
   RestoreResult again = restore(*b, turn2);
   ASSERT_TRUE(raced) << "the read never missed while the adoption waited";
   ASSERT_TRUE(again.hit);
