@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "../kernels/gguf_block_samples.h"
 #include "vulkan_fixture.h"
 
 namespace qmlx::vulkan::testing {
@@ -43,6 +44,17 @@ HostMatrix affine_matrix(int bits, int group_size, ScalarType scale_type, int ro
   m.w.data = m.data.data();
   m.w.scales = m.scales.data();
   m.w.biases = m.biases.data();
+  return m;
+}
+
+HostMatrix gguf_matrix(GgufType type, int rows, int cols, uint64_t seed) {
+  HostMatrix m;
+  m.data = qmlx::testing::random_gguf_blocks(type, size_t(rows) * cols, seed);
+  m.w.format = WeightFormat::kGguf;
+  m.w.gguf_type = type;
+  m.w.rows = rows;
+  m.w.cols = cols;
+  m.w.data = m.data.data();
   return m;
 }
 

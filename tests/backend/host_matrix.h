@@ -25,4 +25,7 @@ HostMatrix float_matrix(WeightFormat format, int rows, int cols, uint64_t seed, 
 HostMatrix affine_matrix(int bits, int group_size, ScalarType scale_type, int rows, int cols,
                          uint64_t seed, float scale = 1.f);
 
+// Random well-formed blocks of a quantized GGUF type (tests/kernels/gguf_block_samples.h).
+HostMatrix gguf_matrix(GgufType type, int rows, int cols, uint64_t seed);
+
 }  // namespace qmlx::vulkan::testing

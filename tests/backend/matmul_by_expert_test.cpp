@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "host_matrix.h"
+#include "kernels/gguf_affine.h"
 #include "kernels/matmul.h"
 #include "summation_bounds.h"
 #include "vulkan_fixture.h"
@@ -21,6 +22,7 @@ struct Format {
   WeightFormat format;
   int bits = 0, group_size = 0;
   ScalarType scale_type = ScalarType::kF32;
+  GgufType gguf_type = GgufType::kF32;
 };
 
 const Format kFormats[] = {
@@ -29,6 +31,9 @@ const Format kFormats[] = {
     {"bf16", WeightFormat::kBF16},
     {"affine4_g64_bf16", WeightFormat::kAffine, 4, 64, ScalarType::kBF16},
     {"affine8_g32_f16", WeightFormat::kAffine, 8, 32, ScalarType::kF16},
+    {"affine3_g64_f16", WeightFormat::kAffine, 3, 64, ScalarType::kF16},
+    {"gguf_q4_k", WeightFormat::kGguf, 0, 0, ScalarType::kF32, GgufType::kQ4_K},
+    {"gguf_q6_k", WeightFormat::kGguf, 0, 0, ScalarType::kF32, GgufType::kQ6_K},
 };
 
 std::vector<HostMatrix> random_experts(const Format& f, int E, int rows, int cols, uint64_t seed) {
@@ -36,6 +41,8 @@ std::vector<HostMatrix> random_experts(const Format& f, int E, int rows, int col
   for (int e = 0; e < E; ++e)
     experts.push_back(f.format == WeightFormat::kAffine
                           ? affine_matrix(f.bits, f.group_size, f.scale_type, rows, cols, seed + e)
+                      : f.format == WeightFormat::kGguf
+                          ? gguf_matrix(f.gguf_type, rows, cols, seed + e)
                           : float_matrix(f.format, rows, cols, seed + e));
   return experts;
 }
@@ -70,7 +77,9 @@ void check_routes(const std::vector<HostMatrix>& experts, const std::vector<floa
                   ExpertInput input, const std::vector<int32_t>& ids, int T, int k,
                   const Results& r, bool exact_float) {
   const int rows = experts[0].w.rows, cols = experts[0].w.cols;
-  const bool affine = experts[0].w.format == WeightFormat::kAffine;
+  // GGUF experts run as affine rows (kernels/gguf_affine.h).
+  const bool affine =
+      experts[0].w.format == WeightFormat::kAffine || experts[0].w.format == WeightFormat::kGguf;
   for (int route = 0; route < T * k; ++route) {
     SCOPED_TRACE("route " + std::to_string(route));
     const int e = ids[size_t(route)];
@@ -96,9 +105,9 @@ void check_routes(const std::vector<HostMatrix>& experts, const std::vector<floa
       continue;
     }
     const WeightMatrix& w = experts[size_t(e)].w;
-    const int codes_per_word = affine ? 32 / w.bits : 1;
-    const double chain =
-        affine ? double((cols / codes_per_word + 63) / 64) * codes_per_word + 6 : double(cols);
+    const int bits = w.format == WeightFormat::kGguf ? gguf_affine_bits(w.gguf_type) : w.bits;
+    const int step = !affine ? 1 : 32 % bits == 0 ? 32 / bits : 32;  // matmul_affine_dot.glsl
+    const double chain = affine ? double((cols / step + 63) / 64) * step + 6 : double(cols);
     expect_within_summation_bounds(w, xr, 1, routed, cpu, chain);
   }
 }
@@ -139,7 +148,7 @@ TEST_F(MatmulByExpertTest, RoutesEqualThePlainMatmulOfTheirExpert) {
   for (const Format& f : kFormats)
     for (const int cols : {512, 1003})
       for (const ExpertInput input : {ExpertInput::kToken, ExpertInput::kRoute}) {
-        if (f.format == WeightFormat::kAffine && cols % 128 != 0) continue;
+        if (f.format >= WeightFormat::kAffine && cols % 256 != 0) continue;
         SCOPED_TRACE(f.name + " cols=" + std::to_string(cols) +
                      (input == ExpertInput::kToken ? " per token" : " per route"));
         const std::vector<HostMatrix> experts = random_experts(f, E, rows, cols, uint64_t(cols));

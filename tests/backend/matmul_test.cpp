@@ -1,5 +1,6 @@
-// Matmul on the device against kernels/matmul.h, for f32, f16 and bf16 weights and MLX affine
-// 4- and 8-bit quantization, and the batch invariance the engine relies on.
+// Matmul on the device against kernels/matmul.h, for f32, f16 and bf16 weights, MLX affine
+// 2- to 8-bit quantization and every GGUF block type (rewritten as affine rows), and the batch
+// invariance the engine relies on.
 //
 // Float weights: the shader follows the CPU's generated-row arithmetic (vec::dot and
 // vec::dot_typed) lane for lane, so on lavapipe (true fma) the results are bit-identical for
@@ -18,6 +19,7 @@
 #include <cmath>
 
 #include "host_matrix.h"
+#include "kernels/gguf_affine.h"
 #include "kernels/matmul.h"
 #include "kernels/scalar_type.h"
 #include "summation_bounds.h"
@@ -92,9 +94,16 @@ struct AffineCase {
   ScalarType scale_type;
 };
 
+// The longest fma chain of one device output: each of 64 lanes takes steps of 32 / bits codes
+// (a word; 2, 4, 8 bits) or 32 codes (3, 5, 6 bits) in turn, then a 6-level tree.
+double affine_chain(int bits, int cols) {
+  const int step = 32 % bits == 0 ? 32 / bits : 32;
+  return double((cols / step + 63) / 64) * step + 6;
+}
+
 TEST_F(MatmulTest, AffineWeightsWithinSummationBoundsOfCpu) {
   const int T = 3;
-  for (const int bits : {4, 8})
+  for (const int bits : {2, 3, 4, 5, 6, 8})
     for (const int group_size : {32, 64, 128})
       for (const ScalarType scale_type : {ScalarType::kF16, ScalarType::kBF16, ScalarType::kF32})
         for (const int cols : {128, 4096}) {
@@ -107,10 +116,28 @@ TEST_F(MatmulTest, AffineWeightsWithinSummationBoundsOfCpu) {
           const std::vector<float> gpu = device_matmul(context(), dw, x, T);
           // The CPU's prompt rows: dequantized to f32 like the device, one fma chain.
           const std::vector<float> cpu = cpu_matmul(m.w, x, T, /*generated_rows=*/0);
-          const int words = cols * bits / 32, codes_per_word = 32 / bits;
-          const double chain = double((words + 63) / 64) * codes_per_word + 6;
-          expect_within_summation_bounds(m.w, x, T, gpu, cpu, chain);
+          expect_within_summation_bounds(m.w, x, T, gpu, cpu, affine_chain(bits, cols));
         }
+}
+
+// GGUF blocks run as the affine rows gguf_affine.h rewrites them to: every type against the
+// CPU's prompt rows of the same blocks (decoded to floats, one chain), and the rewrite's width.
+TEST_F(MatmulTest, GgufBlocksWithinSummationBoundsOfCpu) {
+  const int T = 3, rows = 29;
+  for (const GgufType t :
+       {GgufType::kQ4_0, GgufType::kQ4_1, GgufType::kQ5_0, GgufType::kQ5_1, GgufType::kQ8_0,
+        GgufType::kQ2_K, GgufType::kQ3_K, GgufType::kQ4_K, GgufType::kQ5_K, GgufType::kQ6_K})
+    for (const int cols : {256, 2048}) {
+      SCOPED_TRACE(std::string(gguf_type_name(t)) + " cols=" + std::to_string(cols));
+      const HostMatrix m = gguf_matrix(t, rows, cols, uint64_t(t) * 31 + cols);
+      const std::vector<float> x = random_floats(size_t(T) * cols, cols + 3);
+      const DeviceMatrix dw = upload_matrix(context(), m.w);
+      EXPECT_EQ(dw.format, WeightFormat::kAffine);
+      EXPECT_EQ(dw.bits, gguf_affine_bits(t));
+      const std::vector<float> gpu = device_matmul(context(), dw, x, T);
+      const std::vector<float> cpu = cpu_matmul(m.w, x, T, /*generated_rows=*/0);
+      expect_within_summation_bounds(m.w, x, T, gpu, cpu, affine_chain(dw.bits, cols));
+    }
 }
 
 // A token's outputs must not depend on the batch it is computed in (issue 18's invariance).
@@ -121,6 +148,8 @@ TEST_F(MatmulTest, RowsAreBitIdenticalAloneOrInABatchOfEight) {
     matrices.push_back(float_matrix(f, rows, cols, 5));
   matrices.push_back(affine_matrix(4, 64, ScalarType::kBF16, rows, cols, 6));
   matrices.push_back(affine_matrix(8, 32, ScalarType::kF16, rows, cols, 7));
+  matrices.push_back(affine_matrix(3, 32, ScalarType::kF16, rows, cols, 9));
+  matrices.push_back(gguf_matrix(GgufType::kQ6_K, rows, cols, 10));
   for (const HostMatrix& m : matrices) {
     const DeviceMatrix dw = upload_matrix(context(), m.w);
     const std::vector<float> x = random_floats(size_t(T) * cols, 8);
@@ -167,21 +196,26 @@ TEST_F(MatmulTest, MatricesLargerThanABindingAreSplit) {
     const std::vector<float> gpu = device_matmul(context(), dw, x, 1, &dispatches);
     EXPECT_GE(dispatches, 2u);
     const std::vector<float> cpu = cpu_matmul(m.w, x, 1, 0);
-    expect_within_summation_bounds(m.w, x, 1, gpu, cpu, double((cols / 8 + 63) / 64) * 8 + 6);
+    expect_within_summation_bounds(m.w, x, 1, gpu, cpu, affine_chain(4, cols));
   }
 }
 
 TEST_F(MatmulTest, UnsupportedFormatsAreRefusedWithAReason) {
   WeightMatrix w;
   w.format = WeightFormat::kAffine;
-  w.bits = 3;
+  w.bits = 7;
   w.group_size = 64;
   std::string why;
   EXPECT_FALSE(device_matmul_supports(w, &why));
-  EXPECT_EQ(why, "3-bit affine codes");
+  EXPECT_EQ(why, "7-bit affine codes in groups of 64");
+  w.bits = 3;
+  EXPECT_TRUE(device_matmul_supports(w, &why));
   w.format = WeightFormat::kGguf;
+  w.gguf_type = GgufType::kF16;  // float GGUF tensors load as kF16, never as blocks
   EXPECT_FALSE(device_matmul_supports(w, &why));
-  EXPECT_EQ(why, "GGUF block formats");
+  EXPECT_EQ(why, "GGUF F16 blocks");
+  w.gguf_type = GgufType::kQ3_K;
+  EXPECT_TRUE(device_matmul_supports(w, &why));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "backend/vulkan/device_probe.h"
 #include "base/error.h"
 #include "model/model.h"
+#include "modelgen/gguf_model_writer.h"
 #include "modelgen/model_writer.h"
 #include "tiny_model.h"
 
@@ -34,6 +35,8 @@ struct Variant {
   int bits;  // MLX quantization, 0 for float weights
   modelgen::TensorDType dtype;
   KvType kv;
+  std::string gguf = "";    // a GGUF recipe ("q4_k_m"): one .gguf file instead of `layout`
+  int linear_head_dim = 0;  // key and value head size of the delta-net layers; 0: the default
 };
 
 std::ostream& operator<<(std::ostream& out, const Variant& v) { return out << v.name; }
@@ -51,6 +54,16 @@ const Variant kVariants[] = {
      modelgen::TensorDType::kF32, KvType::kBF16},
     {"qwen3_next_hf_f32_kv_f32", Arch::kQwen3Next, modelgen::Layout::kHF, 0,
      modelgen::TensorDType::kF32, KvType::kF32},
+    // Codes that run across words (3 bits), GGUF K-quants in groups of 16 and 32 (Q4_K with
+    // Q6_K where llama-quantize's mix puts it), and routed experts of Q3_K.
+    {"qwen3_mlx3_kv_bf16", Arch::kQwen3, modelgen::Layout::kMLX, 3, modelgen::TensorDType::kF32,
+     KvType::kBF16},
+    // (Value heads of 32: llama.cpp's tiled out_proj is undone on the device by moving whole
+    // heads of columns, which must not cut a quantization group.)
+    {"qwen3_5_gguf_q4_k_m_kv_f16", Arch::kQwen35, modelgen::Layout::kHF, 0,
+     modelgen::TensorDType::kF32, KvType::kF16, "q4_k_m", 32},
+    {"qwen3_5_moe_gguf_q3_k_kv_bf16", Arch::kQwen35Moe, modelgen::Layout::kHF, 0,
+     modelgen::TensorDType::kF32, KvType::kBF16, "q3_k", 32},
 };
 
 std::string vulkan_skip_reason() {
@@ -102,9 +115,17 @@ class VulkanForwardTest : public ::testing::TestWithParam<Variant> {
     o.dtype = v.dtype;
     if (v.bits) o.quantization = modelgen::QuantParams{v.bits, 32};
     o.shape = modelgen::default_shape(v.arch);
+    if (v.linear_head_dim) {  // llama.cpp's qwen35 takes them equal
+      o.shape.linear_key_dim = o.shape.linear_value_dim = v.linear_head_dim;
+    }
     o.seed = 11;
-    const std::string path = dir_ + "/" + v.name;
-    modelgen::write_random_model(o, path);
+    std::string path = dir_ + "/" + v.name;
+    if (v.gguf.empty()) {
+      modelgen::write_random_model(o, path);
+    } else {
+      path += ".gguf";
+      modelgen::write_random_gguf_model(o, modelgen::parse_gguf_recipe(v.gguf), path);
+    }
     cpu_ = Model::load(path);
     gpu_ = load_on_device(path);
     V_ = gpu_->config().vocab_size;

@@ -6,6 +6,7 @@
 #include "backend/vulkan/fma_mode.h"
 #include "backend/vulkan/matmul_layout.h"
 #include "base/error.h"
+#include "kernels/gguf_affine.h"
 
 namespace qmlx::vulkan {
 namespace {
@@ -32,12 +33,14 @@ bool device_matmul_supports(const WeightMatrix& w, std::string* why) {
     case WeightFormat::kBF16:
       return true;
     case WeightFormat::kAffine:
-      if (w.bits != 4 && w.bits != 8) return no(std::to_string(w.bits) + "-bit affine codes");
-      if (w.group_size != 32 && w.group_size != 64 && w.group_size != 128)
-        return no("affine group size " + std::to_string(w.group_size));
+      if (!affine_params_supported(w.bits, w.group_size))
+        return no(std::to_string(w.bits) + "-bit affine codes in groups of " +
+                  std::to_string(w.group_size));
       return true;
     case WeightFormat::kGguf:
-      return no("GGUF block formats");
+      if (!gguf_affine_supported(w.gguf_type))
+        return no(std::string("GGUF ") + gguf_type_name(w.gguf_type) + " blocks");
+      return true;
   }
   return no("unknown format");
 }
@@ -47,14 +50,21 @@ DeviceMatrix create_matrix(Context& context, const WeightMatrix& like, int rows)
   if (!device_matmul_supports(like, &why))
     throw Error("Vulkan matmul: unsupported weights: " + why);
   DeviceMatrix d;
-  d.format = like.format;
   d.rows = rows;
   d.cols = like.cols;
-  d.bits = like.bits;
-  d.group_size = like.group_size;
-  d.scale_type = like.scale_type;
-  d.data = context.create_buffer(size_t(rows) * like.row_bytes());
-  if (like.quantized()) {
+  if (like.format == WeightFormat::kGguf) {  // held as the affine rows gguf_affine.h rewrites
+    d.format = WeightFormat::kAffine;
+    d.bits = gguf_affine_bits(like.gguf_type);
+    d.group_size = gguf_affine_group_size(like.gguf_type);
+    d.scale_type = gguf_affine_scale_type(like.gguf_type);
+  } else {
+    d.format = like.format;
+    d.bits = like.bits;
+    d.group_size = like.group_size;
+    d.scale_type = like.scale_type;
+  }
+  d.data = context.create_buffer(size_t(rows) * matrix_row_bytes(d));
+  if (d.format == WeightFormat::kAffine) {
     const size_t meta = size_t(rows) * matrix_meta_row_bytes(d);
     d.scales = context.create_buffer(meta);
     d.biases = context.create_buffer(meta);
@@ -62,9 +72,11 @@ DeviceMatrix create_matrix(Context& context, const WeightMatrix& like, int rows)
   return d;
 }
 
-void upload_rows(Context& context, const DeviceMatrix& d, int first_row, const WeightMatrix& w) {
-  std::string why;
-  if (!device_matmul_supports(w, &why)) throw Error("Vulkan matmul: unsupported weights: " + why);
+namespace {
+
+// Rows of w, in d's format, copied to rows [first_row, first_row + w.rows) of d.
+void upload_stored_rows(Context& context, const DeviceMatrix& d, int first_row,
+                        const WeightMatrix& w) {
   if (w.format != d.format || w.cols != d.cols || w.bits != d.bits ||
       w.group_size != d.group_size || (w.quantized() && w.scale_type != d.scale_type) ||
       first_row < 0 || first_row + w.rows > d.rows)
@@ -74,6 +86,22 @@ void upload_rows(Context& context, const DeviceMatrix& d, int first_row, const W
   if (w.quantized()) {
     context.upload(d.scales, size_t(first_row) * meta, w.scales, size_t(w.rows) * meta);
     context.upload(d.biases, size_t(first_row) * meta, w.biases, size_t(w.rows) * meta);
+  }
+}
+
+// GGUF rows are rewritten this many at a time, so the host copy stays small beside the matrix.
+constexpr size_t kRewriteBytes = size_t(32) << 20;
+
+}  // namespace
+
+void upload_rows(Context& context, const DeviceMatrix& d, int first_row, const WeightMatrix& w) {
+  std::string why;
+  if (!device_matmul_supports(w, &why)) throw Error("Vulkan matmul: unsupported weights: " + why);
+  if (w.format != WeightFormat::kGguf) return upload_stored_rows(context, d, first_row, w);
+  const int step = int(std::max<size_t>(1, kRewriteBytes / std::max<size_t>(1, w.row_bytes())));
+  for (int r0 = 0; r0 < w.rows; r0 += step) {
+    const OwnedMatrix rows = gguf_to_affine(w.row_slice(r0, std::min(w.rows, r0 + step)));
+    upload_stored_rows(context, d, first_row + r0, rows.view);
   }
 }
 

@@ -1,6 +1,7 @@
 // Matmul on the device: y[t][o] = sum_k W[o][k] * x[t][k], the Vulkan counterpart of
 // kernels/matmul.h for f32, f16 and bf16 weights (shaders/matmul_float.comp) and MLX affine
-// 4- and 8-bit quantization (shaders/matmul_affine.comp). Every token's row is computed the same
+// 2- to 8-bit quantization (shaders/matmul_affine.comp); GGUF block formats are rewritten as
+// affine rows at upload (kernels/gguf_affine.h says how, and what it costs in memory). Every token's row is computed the same
 // way whatever the batch, so it is bit-identical alone or in one.
 //  - float weights follow the CPU's generated-row arithmetic (vec::dot, vec::dot_typed) lane
 //    for lane: bit-identical to it where the device has a true fma (lavapipe);
@@ -20,7 +21,7 @@
 
 namespace qmlx::vulkan {
 
-// A weight matrix in device memory, in its stored format.
+// A weight matrix in device memory, in its stored format (GGUF blocks: as affine rows).
 struct DeviceMatrix {
   WeightFormat format = WeightFormat::kF32;
   int rows = 0;

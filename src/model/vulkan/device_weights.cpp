@@ -5,6 +5,7 @@
 
 #include "backend/vulkan/moe_router.h"
 #include "base/error.h"
+#include "kernels/column_blocks.h"
 
 namespace qmlx::vulkan {
 namespace {
@@ -134,20 +135,31 @@ void check_supported(const ModelConfig& c, const ModelWeights& weights) {
     const std::string at = "layer " + std::to_string(l) + "'s ";
     if (layer.full_attention) {
       const AttentionWeights& a = layer.attention;
-      for (const auto& [m, name] : {std::pair{&a.q, "q_proj"}, {&a.k, "k_proj"},
-                                    {&a.v, "v_proj"}, {&a.o, "o_proj"}})
+      for (const auto& [m, name] :
+           {std::pair{&a.q, "q_proj"}, {&a.k, "k_proj"}, {&a.v, "v_proj"}, {&a.o, "o_proj"}})
         check_matrix(*m, at + name);
       if (c.head_dim % 16 != 0)
         throw Error("--device vulkan: head size " + std::to_string(c.head_dim) +
                     " is not a multiple of 16");
     } else {
       const DeltaNetWeights& d = layer.delta_net;
-      if (!d.out_heads.empty())
-        throw Error("--device vulkan: " + at +
-                    "out_proj keeps llama.cpp's tiled head order, which the device does not "
-                    "permute yet (use --device cpu)");
-      for (const auto& [m, name] : {std::pair{&d.qkv, "in_proj_qkv"}, {&d.z, "in_proj_z"},
-                                    {&d.b, "in_proj_b"}, {&d.a, "in_proj_a"},
+      const int Dv = c.linear_value_dim;
+      if (!d.out_heads.empty() && d.out.format != WeightFormat::kF32 &&
+          d.out.format != WeightFormat::kF16 && d.out.format != WeightFormat::kBF16) {
+        // Its input heads are moved in the weights at upload: as affine rows, in whole groups.
+        const int group = d.out.format == WeightFormat::kGguf
+                              ? gguf_affine_group_size(d.out.gguf_type)
+                              : d.out.group_size;
+        if (group == 0 || Dv % group != 0)
+          throw Error("--device vulkan: " + at +
+                      "out_proj keeps llama.cpp's tiled head order, and heads of " +
+                      std::to_string(Dv) + " columns cut its groups of " + std::to_string(group) +
+                      " (use --device cpu)");
+      }
+      for (const auto& [m, name] : {std::pair{&d.qkv, "in_proj_qkv"},
+                                    {&d.z, "in_proj_z"},
+                                    {&d.b, "in_proj_b"},
+                                    {&d.a, "in_proj_a"},
                                     {&d.out, "out_proj"}})
         check_matrix(*m, at + name);
     }
@@ -242,7 +254,12 @@ DeviceWeights upload_weights(Context& context, const ModelConfig& c, const Model
       d.delta_net.z = up.matrix(n.z);
       d.delta_net.b = up.matrix(n.b);
       d.delta_net.a = up.matrix(n.a);
-      d.delta_net.out = up.matrix(n.out);
+      if (n.out_heads.empty()) {
+        d.delta_net.out = up.matrix(n.out);
+      } else {  // llama.cpp's tiled head order, undone in the weights (column_blocks.h)
+        const OwnedMatrix moved = move_column_blocks(n.out, c.linear_value_dim, n.out_heads);
+        d.delta_net.out = up.matrix(moved.view);
+      }
       d.delta_net.conv = up.floats(n.conv);
       d.delta_net.dt_bias = up.floats(n.dt_bias);
       d.delta_net.A = up.floats(n.A);

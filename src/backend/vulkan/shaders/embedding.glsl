@@ -1,8 +1,8 @@
 // The body of embedding.comp and embedding_exact_fma.comp (fma.glsl says why two).
 // out[t] = row ids[t] of the table as floats (embedding.h), as the CPU's dequantize_rows:
 //   FORMAT 0, 1, 2: f32, f16, bf16 rows, widened exactly (scalar_load.glsl);
-//   FORMAT 3: MLX affine rows of BITS-bit codes q, LSB first in uint32 words, each weight
-//             scale * q + bias as one fma (affine_codes.cpp's _mm256_fmadd_ps).
+//   FORMAT 3: MLX affine rows of BITS-bit codes q, LSB first in uint32 words (affine_code.glsl),
+//             each weight scale * q + bias as one fma (affine_codes.cpp's _mm256_fmadd_ps).
 // One workgroup per token; a dispatch covers table rows [first_row, first_row + rows) and
 // writes only the tokens whose ids fall there (embedding.cpp splits large tables so).
 #include "fma.glsl"
@@ -11,8 +11,8 @@
 layout(local_size_x = 64) in;
 
 layout(constant_id = 0) const uint FORMAT = 0;       // 0 f32, 1 f16, 2 bf16, 3 affine
-layout(constant_id = 1) const uint BITS = 4;         // affine: 4 or 8
-layout(constant_id = 2) const uint GROUP_SIZE = 64;  // affine: 32, 64 or 128
+layout(constant_id = 1) const uint BITS = 4;         // affine: 2, 3, 4, 5, 6 or 8
+layout(constant_id = 2) const uint GROUP_SIZE = 64;  // affine: 16, 32, 64 or 128
 layout(constant_id = 3) const uint SCALE_TYPE = 1;   // affine: 0 f32, 1 f16, 2 bf16
 
 layout(std430, binding = 0) readonly buffer Table { uint table[]; };
@@ -32,12 +32,11 @@ layout(push_constant) uniform Push {
   uint out_base;    // floats before token 0's output row
 } p;
 
-const uint CODES_PER_WORD = 32u / BITS;
-const uint MASK = (1u << BITS) - 1u;
+#define AFFINE_WORDS table
+#include "affine_code.glsl"
 
 float affine_weight(uint row, uint c) {
-  const uint packed = table[p.table_base + row * (p.cols / CODES_PER_WORD) + c / CODES_PER_WORD];
-  const float q = float((packed >> ((c % CODES_PER_WORD) * BITS)) & MASK);
+  const float q = float(affine_code(p.table_base + row * affine_row_words(p.cols), c));
   const uint g = p.scale_base + row * (p.cols / GROUP_SIZE) + c / GROUP_SIZE;
   const uint h = p.bias_base + row * (p.cols / GROUP_SIZE) + c / GROUP_SIZE;
   const float scale = widen_scalar(scales[scalar_word(g, SCALE_TYPE)], g, SCALE_TYPE);

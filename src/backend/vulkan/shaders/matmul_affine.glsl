@@ -21,7 +21,7 @@ void main() {
   const uint token = gl_WorkGroupID.y;
   const uint groups_per_row = p.cols / GROUP_SIZE;
   const float sum =
-      affine_row_dot(p.code_base + row * (p.cols / CODES_PER_WORD),
+      affine_row_dot(p.code_base + row * affine_row_words(p.cols),
                      p.scale_base + row * groups_per_row, p.bias_base + row * groups_per_row,
                      p.x_base + token * p.cols, p.cols);
   if (gl_LocalInvocationID.x == 0u) y[p.y_base + token * p.y_stride + row] = sum;

@@ -33,7 +33,7 @@ void main() {
   const uint groups_per_row = p.cols / GROUP_SIZE;
   const uint meta_row = expert * p.scale_stride + row * groups_per_row;
   const float sum = affine_row_dot(
-      p.code_base + expert * p.code_stride + row * (p.cols / CODES_PER_WORD),
+      p.code_base + expert * p.code_stride + row * affine_row_words(p.cols),
       p.scale_base + meta_row, p.bias_base + meta_row, p.x_base + (route / p.x_routes) * p.cols,
       p.cols);
   if (gl_LocalInvocationID.x == 0u) y[p.y_base + route * p.rows + row] = sum;
