@@ -18,6 +18,7 @@
 #include "engine/speculative.h"
 #include "engine/speculative_config.h"
 #include "image/preprocessor_config.h"
+#include "model/vision_config.h"
 #include "server/scheduling/image_encoding.h"
 #include "text/template/chat_prompt.h"
 
@@ -174,10 +175,39 @@ RenderedPrompt render(const ChatTemplate& chat, const Tokenizer& tokenizer,
           {}};
 }
 
+// Why the preprocessing's patch geometry cannot feed `tower`, or "" when it can. The two are
+// read from different files (preprocessor_config.json and the tower's config.json or mmproj
+// keys), and a fine-tune or converter can change one without the other; the pixel_values rows
+// and the pads per image would then fit no tower, so every image request would fail. `source`
+// names where `preprocess` came from.
+std::string geometry_mismatch(const image::VisionPreprocessConfig& preprocess,
+                              const VisionConfig& tower, const std::string& source) {
+  struct Key {
+    const char* name;  // in preprocessor_config.json
+    int value;
+    const char* tower_name;  // in the tower's vision_config
+    int tower_value;
+  };
+  const Key keys[] = {
+      {"patch_size", preprocess.patch_size, "patch_size", tower.patch_size},
+      {"temporal_patch_size", preprocess.temporal_patch_size, "temporal_patch_size",
+       tower.temporal_patch_size},
+      {"merge_size", preprocess.merge_size, "spatial_merge_size", tower.spatial_merge_size}};
+  std::string differences;
+  for (const Key& k : keys) {
+    if (k.value == k.tower_value) continue;
+    differences += std::string(differences.empty() ? "" : ", ") + k.name + " " +
+                   std::to_string(k.value) + " differs from the vision tower's " + k.tower_name +
+                   " " + std::to_string(k.tower_value);
+  }
+  return differences.empty() ? "" : source + " " + differences;
+}
+
 // The vision fields of the runtime: whether the model reads images, its preprocessing (the
 // folder's preprocessor_config.json, Qwen3.5's values without one) and the <|image_pad|> id. A
-// preprocessor_config.json that does not parse turns images off with its reason, as a tower
-// that does not load does: the text model still serves.
+// preprocessor_config.json that does not parse, or whose patch geometry is not the tower's,
+// turns images off with one warning naming why, as a tower that does not load does: the text
+// model still serves, and an image request gets the text-only model's 400 with that reason.
 void set_vision(const Model& model, const std::string& model_dir, const Tokenizer& tokenizer,
                 ModelRuntime& runtime) {
   runtime.vision_unavailable = model.has_vision() ? "" : model.vision_unavailable_reason();
@@ -185,18 +215,27 @@ void set_vision(const Model& model, const std::string& model_dir, const Tokenize
     runtime.vision_unavailable = "images do not run with --device " + model.backend_description() +
                                  " yet (the forward pass there has no multimodal positions)";
   }
+  const auto turn_images_off = [&runtime](const std::string& why) {
+    if (!runtime.vision_unavailable.empty()) return;  // off already, for a reason said before
+    log_warn("images are turned off: " + why);
+    runtime.vision_unavailable = why;
+  };
   const fs::path config = fs::path(model_dir) / "preprocessor_config.json";
+  std::string preprocess_source = "the default preprocessing (no preprocessor_config.json)";
   if (fs::is_directory(model_dir) && fs::exists(config)) {
+    preprocess_source = "preprocessor_config.json";
     try {
       std::ifstream in(config, std::ios::binary);
       const std::string text((std::istreambuf_iterator<char>(in)), {});
       runtime.vision_preprocess = image::parse_preprocessor_config(text, config.string());
     } catch (const Error& e) {
-      if (runtime.vision_unavailable.empty()) {
-        log_warn(std::string("images are turned off: ") + e.what());
-        runtime.vision_unavailable = e.what();
-      }
+      turn_images_off(e.what());
     }
+  }
+  if (model.has_vision()) {
+    const std::string mismatch = geometry_mismatch(
+        runtime.vision_preprocess, model.weights().vision->config, preprocess_source);
+    if (!mismatch.empty()) turn_images_off(mismatch);
   }
   runtime.image_pad_id = tokenizer.token_id("<|image_pad|>").value_or(-1);
   if (runtime.vision_unavailable.empty() && runtime.image_pad_id < 0) {
