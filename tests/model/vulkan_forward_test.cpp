@@ -12,11 +12,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
 
 #include "backend/vulkan/device_probe.h"
+#include "backend/vulkan/validation_report.h"
 #include "base/error.h"
 #include "model/model.h"
 #include "modelgen/gguf_model_writer.h"
@@ -77,6 +79,18 @@ std::string vulkan_skip_reason() {
   return "no Vulkan device can run the backend";
 }
 
+// ctest runs these with the validation layer on (QMLX_VULKAN_VALIDATION=1, synchronization
+// validation too): a Model's device must then have had it, and it must have found nothing.
+// For tests that ran on a device.
+void expect_no_validation_findings() {
+  const char* requested = std::getenv("QMLX_VULKAN_VALIDATION");
+  if (requested == nullptr || std::string(requested) != "1") return;
+  EXPECT_TRUE(vulkan::process_validation_active()) << "the validation layer never came on";
+  std::string found;
+  for (const std::string& m : vulkan::process_validation_messages()) found += "\n  " + m;
+  EXPECT_EQ(vulkan::process_validation_message_count(), 0u) << found;
+}
+
 // The model at `path` with its forward pass on the Vulkan device.
 std::shared_ptr<const Model> load_on_device(const std::string& path) {
   ModelLoadOptions on_device;
@@ -105,6 +119,9 @@ class VulkanForwardTest : public ::testing::TestWithParam<Variant> {
     dir_ = testing::make_temp_dir("vulkan_forward");
   }
   static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+  void TearDown() override {
+    if (skip_.empty()) expect_no_validation_findings();
+  }
 
   void SetUp() override {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
@@ -324,6 +341,7 @@ TEST(VulkanForwardMixTest, StatesDoNotCrossBackends) {
   EXPECT_THROW(gpu->forward(std::span(&token, 1), host_state, logits.data()), Error);
   EXPECT_THROW(cpu->forward(std::span(&token, 1), device_state, logits.data()), Error);
   std::filesystem::remove_all(dir);
+  expect_no_validation_findings();
 }
 
 // Images and M-RoPE do not run on the device yet: a call with images, or a state whose
@@ -363,6 +381,7 @@ TEST(VulkanForwardMixTest, ImagesAreRefusedBeforeTheStateChanges) {
   EXPECT_THROW(gpu->forward(std::span(tokens).first(1), state, logits.data()), Error);
   EXPECT_EQ(state.position, 0);
   std::filesystem::remove_all(dir);
+  expect_no_validation_findings();
 }
 
 }  // namespace

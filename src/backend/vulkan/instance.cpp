@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/vulkan/validation_report.h"
 #include "base/error.h"
 #include "base/logging.h"
 
@@ -12,6 +13,18 @@ namespace {
 
 constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 constexpr size_t kKeptMessages = 32;
+
+struct ProcessValidation {
+  std::atomic<bool> active{false};
+  std::atomic<size_t> count{0};
+  std::mutex mutex;
+  std::vector<std::string> messages;  // the first few
+};
+
+ProcessValidation& process_validation() {
+  static ProcessValidation* p = new ProcessValidation;  // never destroyed: instances may outlive
+  return *p;                                            // static destruction
+}
 
 bool has_layer(const GlobalFunctions& g, const char* name) {
   uint32_t count = 0;
@@ -130,6 +143,7 @@ std::shared_ptr<Instance> Instance::create() {
     check(self->fn_.vkCreateDebugUtilsMessengerEXT(self->instance_, &messenger_info, nullptr,
                                                    &self->messenger_),
           "vkCreateDebugUtilsMessengerEXT");
+    process_validation().active = true;
   }
   return self;
 }
@@ -139,6 +153,14 @@ Instance::~Instance() {
   if (messenger_ != VK_NULL_HANDLE)
     fn_.vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
   fn_.vkDestroyInstance(instance_, nullptr);
+}
+
+bool process_validation_active() { return process_validation().active.load(); }
+size_t process_validation_message_count() { return process_validation().count.load(); }
+std::vector<std::string> process_validation_messages() {
+  ProcessValidation& p = process_validation();
+  std::lock_guard lock(p.mutex);
+  return p.messages;
 }
 
 std::vector<std::string> Instance::validation_messages() const {
@@ -160,6 +182,12 @@ VkBool32 Instance::on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
   {
     std::lock_guard lock(self->messages_mutex_);
     if (self->messages_.size() < kKeptMessages) self->messages_.push_back(text);
+  }
+  ProcessValidation& process = process_validation();
+  process.count.fetch_add(1);
+  {
+    std::lock_guard lock(process.mutex);
+    if (process.messages.size() < kKeptMessages) process.messages.push_back(text);
   }
   const bool error = severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
   log_line(error ? LogLevel::kError : LogLevel::kWarn, "Vulkan validation: " + text);
