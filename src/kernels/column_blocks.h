@@ -1,8 +1,10 @@
-// Moving a weight matrix's columns in whole blocks, once at load: llama.cpp's Qwen3.5 GGUF files
-// keep out_proj's input heads in a tiled order, which the CPU undoes by permuting each token's
-// activations (delta_net_layer.cpp); a device does better with the columns moved in the
-// weights. GGUF blocks cannot be cut at a head (a 256-value super-block spans two of 128), so
-// they are first rewritten as affine rows (kernels/gguf_affine.h), whose groups of 16 or 32 can.
+// Taking a weight matrix's columns in whole blocks, once at load, for a device that does better
+// with the columns arranged in the weights than with activations rearranged every step:
+// llama.cpp's Qwen3.5 GGUF files keep out_proj's input heads in a tiled order (the CPU permutes
+// each token's activations, delta_net_layer.cpp), and the MTP head's fc reads [embedding |
+// hidden] (one half each, so the two inputs need not be joined). GGUF blocks cannot be cut at a
+// head (a 256-value super-block spans two of 128), so they are first rewritten as affine rows
+// (kernels/gguf_affine.h), whose groups of 16 or 32 can.
 #pragma once
 
 #include <vector>
@@ -11,10 +13,10 @@
 
 namespace qmlx {
 
-// w with block i of every row's columns (columns [i * block, (i + 1) * block)) moved to block
-// to[i]; to is a permutation of cols / block blocks. Float formats keep theirs; affine rows
+// A matrix of w's rows whose block j of columns is w's block from[j] (block i: columns
+// [i * block, (i + 1) * block)); any blocks, in any order. Float formats keep theirs; affine rows
 // and GGUF blocks come out as affine rows. Throws qmlx::Error when a block would cut a
 // quantization group or a byte of codes.
-OwnedMatrix move_column_blocks(const WeightMatrix& w, int block, const std::vector<int>& to);
+OwnedMatrix gather_column_blocks(const WeightMatrix& w, int block, const std::vector<int>& from);
 
 }  // namespace qmlx

@@ -37,8 +37,9 @@ struct Variant {
   int bits;  // MLX quantization, 0 for float weights
   modelgen::TensorDType dtype;
   KvType kv;
-  std::string gguf = "";    // a GGUF recipe ("q4_k_m"): one .gguf file instead of `layout`
-  int linear_head_dim = 0;  // key and value head size of the delta-net layers; 0: the default
+  std::string gguf = "";       // a GGUF recipe ("q4_k_m"): one .gguf file instead of `layout`
+  int linear_head_dim = 0;     // key and value head size of the delta-net layers; 0: the default
+  int linear_value_heads = 0;  // 0: the default
 };
 
 std::ostream& operator<<(std::ostream& out, const Variant& v) { return out << v.name; }
@@ -61,9 +62,10 @@ const Variant kVariants[] = {
     {"qwen3_mlx3_kv_bf16", Arch::kQwen3, modelgen::Layout::kMLX, 3, modelgen::TensorDType::kF32,
      KvType::kBF16},
     // (Value heads of 32: llama.cpp's tiled out_proj is undone on the device by moving whole
-    // heads of columns, which must not cut a quantization group.)
+    // heads of columns, which must not cut a quantization group; 6 value heads on 2 key heads
+    // tile in an order that is not its own inverse.)
     {"qwen3_5_gguf_q4_k_m_kv_f16", Arch::kQwen35, modelgen::Layout::kHF, 0,
-     modelgen::TensorDType::kF32, KvType::kF16, "q4_k_m", 32},
+     modelgen::TensorDType::kF32, KvType::kF16, "q4_k_m", 32, 6},
     {"qwen3_5_moe_gguf_q3_k_kv_bf16", Arch::kQwen35Moe, modelgen::Layout::kHF, 0,
      modelgen::TensorDType::kF32, KvType::kBF16, "q3_k", 32},
 };
@@ -132,6 +134,7 @@ class VulkanForwardTest : public ::testing::TestWithParam<Variant> {
     o.dtype = v.dtype;
     if (v.bits) o.quantization = modelgen::QuantParams{v.bits, 32};
     o.shape = modelgen::default_shape(v.arch);
+    if (v.linear_value_heads) o.shape.linear_value_heads = v.linear_value_heads;
     if (v.linear_head_dim) {  // llama.cpp's qwen35 takes them equal
       o.shape.linear_key_dim = o.shape.linear_value_dim = v.linear_head_dim;
     }

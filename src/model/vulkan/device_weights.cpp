@@ -256,8 +256,11 @@ DeviceWeights upload_weights(Context& context, const ModelConfig& c, const Model
       d.delta_net.a = up.matrix(n.a);
       if (n.out_heads.empty()) {
         d.delta_net.out = up.matrix(n.out);
-      } else {  // llama.cpp's tiled head order, undone in the weights (column_blocks.h)
-        const OwnedMatrix moved = move_column_blocks(n.out, c.linear_value_dim, n.out_heads);
+      } else {  // llama.cpp's tiled head order, undone in the weights (column_blocks.h):
+        // input head i takes value head out_heads[i], so value head h's weights are head i's.
+        std::vector<int> from(n.out_heads.size());
+        for (size_t i = 0; i < from.size(); ++i) from[size_t(n.out_heads[i])] = int(i);
+        const OwnedMatrix moved = gather_column_blocks(n.out, c.linear_value_dim, from);
         d.delta_net.out = up.matrix(moved.view);
       }
       d.delta_net.conv = up.floats(n.conv);
