@@ -73,8 +73,9 @@ struct Options {
 };
 
 // Draft tokens per step from --speculative / --speculative-config; 0 (with one line saying why)
-// when the model has no MTP head. Throws when its head is there but was dropped at load
-// (incomplete or malformed): the checkpoint promised multi-token prediction and cannot give it.
+// when it cannot run (engine/speculative.h's speculation_unavailable). Throws when its head is
+// there but was dropped at load (incomplete or malformed): the checkpoint promised multi-token
+// prediction and cannot give it.
 int speculative_tokens(const Options& o, const Model& model) {
   const int k = !o.speculative.empty()          ? parse_speculative_flag(o.speculative)
                 : !o.speculative_config.empty() ? parse_speculative_config(o.speculative_config)
@@ -82,9 +83,11 @@ int speculative_tokens(const Options& o, const Model& model) {
   if (k > 0 && model.mtp_dropped())
     throw Error("speculative decoding (--speculative) needs the MTP head, but " +
                 model.mtp_unavailable_reason());
-  if (k > 0 && !model.has_mtp()) {
-    log_info("speculative decoding off: the model has no MTP head (no mtp.* tensors)");
-    return 0;
+  if (k > 0) {
+    if (const std::string why = speculation_unavailable(model); !why.empty()) {
+      log_info("speculative decoding off: " + why);
+      return 0;
+    }
   }
   return k;
 }
@@ -105,7 +108,9 @@ int run_generate(int argc, char** argv) {
   app.add_option("--top-logprobs", o.top_logprobs, "report the K most likely tokens per step");
   app.add_option("--threads", o.threads, "worker threads (default: all cores)");
   app.add_option("--device", o.device,
-                 "Where the forward pass runs: cpu (default), vulkan (the first Vulkan device that can run it, a discrete GPU before an integrated one or lavapipe) or vulkan:N (qmlx devices lists them)");
+                 "Where the forward pass runs: cpu (default), vulkan (the first Vulkan device that "
+                 "can run it, a discrete GPU before an integrated one or lavapipe) or vulkan:N "
+                 "(qmlx devices lists them)");
   app.add_option("--kv-cache-dtype,--kv-dtype", o.kv_dtype,
                  "K/V cache storage: f32 (default here: exact, what the oracle tests compare) | "
                  "bf16 (serve's default) | int8 (codes + a float32 scale per row and head: "

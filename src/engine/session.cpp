@@ -86,6 +86,9 @@ void Session::verify(std::span<const int32_t> tokens, float* all_logits, float* 
                      RollbackMethod method) {
   const int T = int(tokens.size()), V = layout_.vocab_size;
   if (T == 0) throw Error("verify: no tokens");
+  if (state_.device)  // the states after each row, and the replay's start, are host arrays
+    throw Error("verify: speculative decoding does not run with the states on " +
+                model_->backend_description() + " yet");
   verified_tokens_.assign(tokens.begin(), tokens.end());
   verified_states_.resize(state_.recurrent.size());
   if (method == RollbackMethod::kKeepStates) {

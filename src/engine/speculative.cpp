@@ -6,6 +6,14 @@
 
 namespace qmlx {
 
+std::string speculation_unavailable(const Model& model) {
+  if (!model.has_mtp()) return model.mtp_unavailable_reason();
+  if (model.device() != nullptr)
+    return "the MTP head runs on " + model.backend_description() +
+           ", but rolling back a rejected draft's recurrent state there is not done yet";
+  return "";
+}
+
 // The session as it was after the first `fed` rows of the last verify call, read in place: the
 // K/V rows below that position are the session's own, the recurrent states those the verify call
 // kept, the logits its row fed - 1.

@@ -33,6 +33,7 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "engine/sampler.h"
@@ -54,6 +55,12 @@ struct SpeculativeOptions {
   // rule needs drafts drawn from the head's own distribution.
   std::function<int32_t(int64_t position, int32_t drafted)> draft_override;
 };
+
+// Why speculative decoding cannot run on `model`, or "" when it can: it has no MTP head, its
+// head was dropped or does not run on its device, or its states live on a device, where a
+// rejected draft's recurrent state cannot be rolled back yet (Session::verify keeps the states
+// after each row on the host only; the head itself runs there, model/mtp_head.cpp).
+std::string speculation_unavailable(const Model& model);
 
 class SpeculativeDecoder {
  public:

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "kernels/kv_row.h"
+#include "model/row_kind.h"
 
 namespace qmlx {
 
@@ -54,13 +55,23 @@ class DeviceForward {
   // Copies between a sequence's device state and the host, in ModelState's host layouts:
   // K/V rows [begin, end) of attention layer `a` (kv_row_bytes each), the conv and SSM state of
   // recurrent layer `r`. Writes make room for rows up to `end`.
-  virtual void read_kv_rows(const ModelState& state, int a, int64_t begin, int64_t end,
-                            uint8_t* k, uint8_t* v) const = 0;
-  virtual void write_kv_rows(ModelState& state, int a, int64_t begin, int64_t end,
-                             const uint8_t* k, const uint8_t* v) const = 0;
+  virtual void read_kv_rows(const ModelState& state, int a, int64_t begin, int64_t end, uint8_t* k,
+                            uint8_t* v) const = 0;
+  virtual void write_kv_rows(ModelState& state, int a, int64_t begin, int64_t end, const uint8_t* k,
+                             const uint8_t* v) const = 0;
   virtual void read_recurrent(const ModelState& state, int r, float* conv, float* ssm) const = 0;
   virtual void write_recurrent(ModelState& state, int r, const float* conv,
                                const float* ssm) const = 0;
+
+  // The MTP head on the device (model/mtp_head.cpp): whether it is there, why not when the
+  // model has one (empty otherwise), a new sequence of the head's one attention layer, and
+  // Model::mtp_forward's work for arguments already checked (no images). Advances no position.
+  virtual bool has_mtp() const = 0;
+  virtual std::string mtp_unavailable_reason() const = 0;
+  virtual std::shared_ptr<DeviceSequence> new_mtp_sequence(KvType kv_type) const = 0;
+  virtual void mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
+                           ModelState& state, float* last_logits, RowKind rows,
+                           float* last_hidden) const = 0;
 };
 
 // The forward pass on `device` ("vulkan" or "vulkan:N", backend/vulkan/device_selection.h),

@@ -116,9 +116,10 @@ class Model {
   void read_recurrent(const ModelState& state, int r, float* conv, float* ssm) const;
   void write_recurrent(ModelState& state, int r, const float* conv, const float* ssm) const;
 
-  // Multi-token prediction (the checkpoint's `mtp.*` head; model-spec and mtp_head.cpp). Not
-  // on a device yet: the head is then unavailable, and mtp_unavailable_reason says why.
-  bool has_mtp() const { return weights_.mtp.has_value() && !device_; }
+  // Multi-token prediction (the checkpoint's `mtp.*` head; model-spec and mtp_head.cpp), on the
+  // CPU or the model's device (where a head the device cannot run is unavailable, and
+  // mtp_unavailable_reason says why).
+  bool has_mtp() const { return weights_.mtp.has_value() && (!device_ || device_->has_mtp()); }
   // True when the checkpoint has part of an MTP head that was dropped at load, incomplete or
   // malformed (optional_parts.h): asking for multi-token prediction then is an error, not a
   // quiet fallback.
@@ -175,7 +176,7 @@ class Model {
   std::string directory_;
   ModelConfig config_;
   std::unique_ptr<TensorStore> store_;
-  std::shared_ptr<const GgufFile> gguf_;  // the mapping GGUF weights point into
+  std::shared_ptr<const GgufFile> gguf_;    // the mapping GGUF weights point into
   std::shared_ptr<const GgufFile> mmproj_;  // the mapping an mmproj tower points into
   ModelWeights weights_;
   std::unique_ptr<DeviceForward> device_;

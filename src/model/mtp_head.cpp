@@ -23,7 +23,8 @@ namespace qmlx {
 std::string Model::mtp_unavailable_reason() const {
   if (has_mtp()) return "";
   if (weights_.mtp && device_)
-    return "multi-token prediction does not run on " + device_->description() + " yet";
+    return "the MTP head does not run on " + device_->description() + ": " +
+           device_->mtp_unavailable_reason();
   if (mtp_dropped())
     return "the model's MTP head is " + weights_.mtp_dropped + " and was not loaded";
   return "the model has no MTP head";
@@ -33,6 +34,7 @@ ModelState Model::new_mtp_state(KvType kv_type) const {
   if (!has_mtp()) throw Error(directory_ + ": " + mtp_unavailable_reason());
   ModelState s = state_without_layers(kv_type);
   s.kv.emplace_back();
+  if (device_) s.device = device_->new_mtp_sequence(kv_type);
   return s;
 }
 
@@ -49,6 +51,18 @@ void Model::mtp_forward(std::span<const float> hidden, std::span<const int32_t> 
                 std::to_string(T) + " tokens of hidden size " + std::to_string(H));
   if (state.kv.size() != 1 || !state.recurrent.empty())
     throw Error("mtp_forward: the state is not an MTP state (Model::new_mtp_state)");
+  if (bool(state.device) != bool(device_))
+    throw Error(std::string("mtp_forward: the state lives on ") +
+                (state.device ? "a device" : "the host") + ", the model on " +
+                backend_description());
+  if (device_) {  // the device has no M-RoPE yet (its forward refuses images alike)
+    if (!images.empty() || state.rope_delta != 0)
+      throw Error("images are not supported with --device vulkan yet");
+    for (int32_t id : next_tokens) check_token(id);
+    device_->mtp_forward(hidden, next_tokens, state, last_logits, kind, last_hidden);
+    state.position += T;
+    return;
+  }
 
   // Row t of `joined` is [normed embedding | normed hidden], fc's input order.
   std::vector<float> embedded(size_t(T) * H), joined(size_t(T) * 2 * H), h(size_t(T) * H);

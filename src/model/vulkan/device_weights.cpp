@@ -126,76 +126,96 @@ void check_moe(const MoeWeights& m, const ModelConfig& c, const std::string& at)
   }
 }
 
+// Every reason the device cannot run `layer` (`at` names it in messages).
+void check_layer(const ModelConfig& c, const LayerWeights& layer, const std::string& at) {
+  if (layer.full_attention) {
+    const AttentionWeights& a = layer.attention;
+    for (const auto& [m, name] :
+         {std::pair{&a.q, "q_proj"}, {&a.k, "k_proj"}, {&a.v, "v_proj"}, {&a.o, "o_proj"}})
+      check_matrix(*m, at + name);
+    if (c.head_dim % 16 != 0)
+      throw Error("--device vulkan: head size " + std::to_string(c.head_dim) +
+                  " is not a multiple of 16");
+  } else {
+    const DeltaNetWeights& d = layer.delta_net;
+    const int Dv = c.linear_value_dim;
+    if (!d.out_heads.empty() && d.out.format != WeightFormat::kF32 &&
+        d.out.format != WeightFormat::kF16 && d.out.format != WeightFormat::kBF16) {
+      // Its input heads are moved in the weights at upload: as affine rows, in whole groups.
+      const int group = d.out.format == WeightFormat::kGguf
+                            ? gguf_affine_group_size(d.out.gguf_type)
+                            : d.out.group_size;
+      if (group == 0 || Dv % group != 0)
+        throw Error("--device vulkan: " + at +
+                    "out_proj keeps llama.cpp's tiled head order, and heads of " +
+                    std::to_string(Dv) + " columns cut its groups of " + std::to_string(group) +
+                    " (use --device cpu)");
+    }
+    for (const auto& [m, name] : {std::pair{&d.qkv, "in_proj_qkv"},
+                                  {&d.z, "in_proj_z"},
+                                  {&d.b, "in_proj_b"},
+                                  {&d.a, "in_proj_a"},
+                                  {&d.out, "out_proj"}})
+      check_matrix(*m, at + name);
+  }
+  if (layer.moe)
+    check_moe(layer.moe_ffn, c, at);
+  else
+    check_mlp(layer.mlp, at + "mlp ");
+}
+
 // Every reason the device cannot run this model, found before any upload.
 void check_supported(const ModelConfig& c, const ModelWeights& weights) {
   check_matrix(weights.embed, "the token embedding");
   check_matrix(weights.head, "the LM head");
-  for (size_t l = 0; l < weights.layers.size(); ++l) {
-    const LayerWeights& layer = weights.layers[l];
-    const std::string at = "layer " + std::to_string(l) + "'s ";
-    if (layer.full_attention) {
-      const AttentionWeights& a = layer.attention;
-      for (const auto& [m, name] :
-           {std::pair{&a.q, "q_proj"}, {&a.k, "k_proj"}, {&a.v, "v_proj"}, {&a.o, "o_proj"}})
-        check_matrix(*m, at + name);
-      if (c.head_dim % 16 != 0)
-        throw Error("--device vulkan: head size " + std::to_string(c.head_dim) +
-                    " is not a multiple of 16");
-    } else {
-      const DeltaNetWeights& d = layer.delta_net;
-      const int Dv = c.linear_value_dim;
-      if (!d.out_heads.empty() && d.out.format != WeightFormat::kF32 &&
-          d.out.format != WeightFormat::kF16 && d.out.format != WeightFormat::kBF16) {
-        // Its input heads are moved in the weights at upload: as affine rows, in whole groups.
-        const int group = d.out.format == WeightFormat::kGguf
-                              ? gguf_affine_group_size(d.out.gguf_type)
-                              : d.out.group_size;
-        if (group == 0 || Dv % group != 0)
-          throw Error("--device vulkan: " + at +
-                      "out_proj keeps llama.cpp's tiled head order, and heads of " +
-                      std::to_string(Dv) + " columns cut its groups of " + std::to_string(group) +
-                      " (use --device cpu)");
-      }
-      for (const auto& [m, name] : {std::pair{&d.qkv, "in_proj_qkv"},
-                                    {&d.z, "in_proj_z"},
-                                    {&d.b, "in_proj_b"},
-                                    {&d.a, "in_proj_a"},
-                                    {&d.out, "out_proj"}})
-        check_matrix(*m, at + name);
-    }
-    if (layer.moe)
-      check_moe(layer.moe_ffn, c, at);
-    else
-      check_mlp(layer.mlp, at + "mlp ");
+  for (size_t l = 0; l < weights.layers.size(); ++l)
+    check_layer(c, weights.layers[l], "layer " + std::to_string(l) + "'s ");
+}
+
+// Why the device cannot run the MTP head, or "" when it can (fc is taken in two halves of H
+// columns, which must not cut its quantization groups).
+std::string mtp_unsupported(const ModelConfig& c, const MtpWeights& m) {
+  try {
+    check_layer(c, m.layer, "the MTP head's ");
+    check_matrix(m.fc, "the MTP head's fc");
+    gather_column_blocks(m.fc.row_slice(0, std::min(1, m.fc.rows)), c.hidden_size, {1});
+  } catch (const Error& e) {
+    return e.what();
   }
+  return "";
 }
 
 uint64_t mlp_bytes(const MlpWeights& m) { return m.gate.bytes() + m.up.bytes() + m.down.bytes(); }
 
-uint64_t total_bytes(const ModelWeights& w) {
+uint64_t layer_bytes(const LayerWeights& l) {
+  uint64_t total = (l.input_norm.size() + l.post_norm.size()) * 4;
+  if (l.full_attention) {
+    const AttentionWeights& a = l.attention;
+    total += a.q.bytes() + a.k.bytes() + a.v.bytes() + a.o.bytes();
+    total += (a.q_norm.size() + a.k_norm.size()) * 4;
+  } else {
+    const DeltaNetWeights& d = l.delta_net;
+    total += d.qkv.bytes() + d.z.bytes() + d.b.bytes() + d.a.bytes() + d.out.bytes();
+    total += (d.conv.size() + d.dt_bias.size() + d.A.size() + d.norm.size()) * 4;
+  }
+  if (!l.moe) return total + mlp_bytes(l.mlp);
+  const MoeWeights& m = l.moe_ffn;
+  total += m.router.bytes();
+  for (const MlpWeights& e : m.experts) total += mlp_bytes(e);
+  if (m.has_shared_expert) total += mlp_bytes(m.shared) + m.shared_gate.bytes();
+  return total;
+}
+
+uint64_t mtp_bytes(const MtpWeights& m) {
+  return m.fc.bytes() + layer_bytes(m.layer) +
+         (m.embedding_norm.size() + m.hidden_norm.size() + m.final_norm.size()) * 4;
+}
+
+uint64_t total_bytes(const ModelWeights& w, bool with_mtp) {
   uint64_t total = w.embed.bytes() + (w.head.data == w.embed.data ? 0 : w.head.bytes());
   total += w.final_norm.size() * 4;
-  for (const LayerWeights& l : w.layers) {
-    total += (l.input_norm.size() + l.post_norm.size()) * 4;
-    if (l.full_attention) {
-      const AttentionWeights& a = l.attention;
-      total += a.q.bytes() + a.k.bytes() + a.v.bytes() + a.o.bytes();
-      total += (a.q_norm.size() + a.k_norm.size()) * 4;
-    } else {
-      const DeltaNetWeights& d = l.delta_net;
-      total += d.qkv.bytes() + d.z.bytes() + d.b.bytes() + d.a.bytes() + d.out.bytes();
-      total += (d.conv.size() + d.dt_bias.size() + d.A.size() + d.norm.size()) * 4;
-    }
-    if (!l.moe) {
-      total += mlp_bytes(l.mlp);
-      continue;
-    }
-    const MoeWeights& m = l.moe_ffn;
-    total += m.router.bytes();
-    for (const MlpWeights& e : m.experts) total += mlp_bytes(e);
-    if (m.has_shared_expert) total += mlp_bytes(m.shared) + m.shared_gate.bytes();
-  }
-  return total;
+  for (const LayerWeights& l : w.layers) total += layer_bytes(l);
+  return total + (with_mtp ? mtp_bytes(*w.mtp) : 0);
 }
 
 DeviceMlp upload_mlp(Uploader& up, const MlpWeights& m) {
@@ -216,65 +236,80 @@ DeviceMoe upload_moe(Uploader& up, const MoeWeights& m) {
   return d;
 }
 
+DeviceLayer upload_layer(Uploader& up, const ModelConfig& c, const LayerWeights& l) {
+  DeviceLayer d;
+  d.full_attention = l.full_attention;
+  d.input_norm = up.floats(l.input_norm);
+  d.post_norm = up.floats(l.post_norm);
+  if (l.full_attention) {
+    const AttentionWeights& a = l.attention;
+    if (c.hybrid()) {  // gated: q_proj's rows are [q_h | gate_h] per head
+      const RowSelection q = select_rows(a.q, head_halves(c.num_heads, c.head_dim, 0));
+      const RowSelection g = select_rows(a.q, head_halves(c.num_heads, c.head_dim, c.head_dim));
+      d.attention.q = up.matrix(q.view);
+      d.attention.gate = up.matrix(g.view);
+    } else {
+      d.attention.q = up.matrix(a.q);
+    }
+    d.attention.k = up.matrix(a.k);
+    d.attention.v = up.matrix(a.v);
+    d.attention.o = up.matrix(a.o);
+    d.attention.q_norm = up.floats(a.q_norm);
+    d.attention.k_norm = up.floats(a.k_norm);
+  } else {
+    const DeltaNetWeights& n = l.delta_net;
+    d.delta_net.qkv = up.matrix(n.qkv);
+    d.delta_net.z = up.matrix(n.z);
+    d.delta_net.b = up.matrix(n.b);
+    d.delta_net.a = up.matrix(n.a);
+    if (n.out_heads.empty()) {
+      d.delta_net.out = up.matrix(n.out);
+    } else {  // llama.cpp's tiled head order, undone in the weights (column_blocks.h):
+      // input head i takes value head out_heads[i], so value head h's weights are head i's.
+      std::vector<int> from(n.out_heads.size());
+      for (size_t i = 0; i < from.size(); ++i) from[size_t(n.out_heads[i])] = int(i);
+      const OwnedMatrix moved = gather_column_blocks(n.out, c.linear_value_dim, from);
+      d.delta_net.out = up.matrix(moved.view);
+    }
+    d.delta_net.conv = up.floats(n.conv);
+    d.delta_net.dt_bias = up.floats(n.dt_bias);
+    d.delta_net.A = up.floats(n.A);
+    d.delta_net.norm = up.floats(n.norm);
+  }
+  d.moe = l.moe;
+  if (l.moe)
+    d.moe_ffn = upload_moe(up, l.moe_ffn);
+  else
+    d.mlp = upload_mlp(up, l.mlp);
+  return d;
+}
+
+DeviceMtp upload_mtp(Uploader& up, const ModelConfig& c, const MtpWeights& m) {
+  DeviceMtp d;
+  d.fc_embedding = up.matrix(gather_column_blocks(m.fc, c.hidden_size, {0}).view);
+  d.fc_hidden = up.matrix(gather_column_blocks(m.fc, c.hidden_size, {1}).view);
+  d.embedding_norm = up.floats(m.embedding_norm);
+  d.hidden_norm = up.floats(m.hidden_norm);
+  d.final_norm = up.floats(m.final_norm);
+  d.layer = upload_layer(up, c, m.layer);
+  return d;
+}
+
 }  // namespace
 
 DeviceWeights upload_weights(Context& context, const ModelConfig& c, const ModelWeights& weights,
                              const std::function<void(uint64_t, uint64_t)>& progress) {
   check_supported(c, weights);
-  Uploader up(context, progress, total_bytes(weights));
   DeviceWeights out;
+  if (weights.mtp) out.mtp_unavailable = mtp_unsupported(c, *weights.mtp);
+  const bool with_mtp = weights.mtp && out.mtp_unavailable.empty();
+  Uploader up(context, progress, total_bytes(weights, with_mtp));
   out.embed = up.matrix(weights.embed);
   out.tied = weights.head.data == weights.embed.data;
   if (!out.tied) out.head = up.matrix(weights.head);
   out.final_norm = up.floats(weights.final_norm);
-  const bool gated = c.hybrid();
-  for (const LayerWeights& l : weights.layers) {
-    DeviceLayer d;
-    d.full_attention = l.full_attention;
-    d.input_norm = up.floats(l.input_norm);
-    d.post_norm = up.floats(l.post_norm);
-    if (l.full_attention) {
-      const AttentionWeights& a = l.attention;
-      if (gated) {
-        const RowSelection q = select_rows(a.q, head_halves(c.num_heads, c.head_dim, 0));
-        const RowSelection g = select_rows(a.q, head_halves(c.num_heads, c.head_dim, c.head_dim));
-        d.attention.q = up.matrix(q.view);
-        d.attention.gate = up.matrix(g.view);
-      } else {
-        d.attention.q = up.matrix(a.q);
-      }
-      d.attention.k = up.matrix(a.k);
-      d.attention.v = up.matrix(a.v);
-      d.attention.o = up.matrix(a.o);
-      d.attention.q_norm = up.floats(a.q_norm);
-      d.attention.k_norm = up.floats(a.k_norm);
-    } else {
-      const DeltaNetWeights& n = l.delta_net;
-      d.delta_net.qkv = up.matrix(n.qkv);
-      d.delta_net.z = up.matrix(n.z);
-      d.delta_net.b = up.matrix(n.b);
-      d.delta_net.a = up.matrix(n.a);
-      if (n.out_heads.empty()) {
-        d.delta_net.out = up.matrix(n.out);
-      } else {  // llama.cpp's tiled head order, undone in the weights (column_blocks.h):
-        // input head i takes value head out_heads[i], so value head h's weights are head i's.
-        std::vector<int> from(n.out_heads.size());
-        for (size_t i = 0; i < from.size(); ++i) from[size_t(n.out_heads[i])] = int(i);
-        const OwnedMatrix moved = gather_column_blocks(n.out, c.linear_value_dim, from);
-        d.delta_net.out = up.matrix(moved.view);
-      }
-      d.delta_net.conv = up.floats(n.conv);
-      d.delta_net.dt_bias = up.floats(n.dt_bias);
-      d.delta_net.A = up.floats(n.A);
-      d.delta_net.norm = up.floats(n.norm);
-    }
-    d.moe = l.moe;
-    if (l.moe)
-      d.moe_ffn = upload_moe(up, l.moe_ffn);
-    else
-      d.mlp = upload_mlp(up, l.mlp);
-    out.layers.push_back(std::move(d));
-  }
+  for (const LayerWeights& l : weights.layers) out.layers.push_back(upload_layer(up, c, l));
+  if (with_mtp) out.mtp = upload_mtp(up, c, *weights.mtp);
   up.finish();
   out.bytes = up.bytes();
   return out;

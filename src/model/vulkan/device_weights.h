@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "backend/vulkan/matmul.h"
@@ -50,19 +52,30 @@ struct DeviceLayer {
   DeviceMoe moe_ffn;
 };
 
+// The MTP head (model/mtp_head.cpp): fc's two halves of columns as two matrices (the embedding's
+// and the hidden state's), so its two normed inputs need not be joined into one row.
+struct DeviceMtp {
+  DeviceMatrix fc_embedding, fc_hidden;  // [H, H] each
+  Buffer embedding_norm, hidden_norm, final_norm;
+  DeviceLayer layer;
+};
+
 struct DeviceWeights {
   DeviceMatrix embed;
   DeviceMatrix head;  // empty when tied: the head is `embed`
   bool tied = false;
   Buffer final_norm;
   std::vector<DeviceLayer> layers;
-  size_t bytes = 0;  // device memory of all of the above
+  std::optional<DeviceMtp> mtp;  // when the model has an MTP head the device can run
+  std::string mtp_unavailable;   // why a head the model has is not on the device
+  size_t bytes = 0;              // device memory of all of the above
 
   const DeviceMatrix& lm_head() const { return tied ? embed : head; }
 };
 
 // Throws qmlx::Error naming the first tensor the device cannot run (its format, or a layer kind
-// not on the device yet), before uploading anything. `progress` hears bytes uploaded of all.
+// not on the device yet), before uploading anything. An MTP head the device cannot run is left
+// out instead (mtp_unavailable says why): it is optional. `progress` hears bytes uploaded of all.
 DeviceWeights upload_weights(Context& context, const ModelConfig& config,
                              const ModelWeights& weights,
                              const std::function<void(uint64_t, uint64_t)>& progress);

@@ -155,6 +155,22 @@ class VulkanForward final : public DeviceForward {
     context_->upload(s.ssm, 0, ssm, ssm_bytes());
   }
 
+  bool has_mtp() const override { return w_.mtp.has_value(); }
+  std::string mtp_unavailable_reason() const override { return w_.mtp_unavailable; }
+
+  std::shared_ptr<DeviceSequence> new_mtp_sequence(KvType kv_type) const override {
+    auto s = std::make_shared<VulkanSequence>();  // one attention layer, rows made on demand
+    s->context = context_;
+    s->kv_type = kv_type;
+    s->row_bytes = size_t(c_.num_kv_heads) * kv_head_bytes(kv_type, c_.head_dim);
+    s->kv.resize(1);
+    return s;
+  }
+
+  void mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
+                   ModelState& state, float* last_logits, RowKind rows,
+                   float* last_hidden) const override;
+
  private:
   // Scratch buffers of one call, kept from call to call (grown when a call has more rows).
   struct Scratch {
@@ -166,6 +182,7 @@ class VulkanForward final : public DeviceForward {
     Buffer expert_gate, expert_up, routed;    // MoE: per route [T * k][I or H]
     Buffer shared, shared_gate;               // MoE: the shared expert's output and gate
     Buffer head_in, logits;                   // LM head
+    Buffer mtp_hidden, mtp_fc;                // MTP head: its hidden input, fc's second half
     Buffer seq_a, seq_b, seq_c, seq_pos;      // one sequence's rows, when the batch has more
   };
 
@@ -198,6 +215,12 @@ class VulkanForward final : public DeviceForward {
   void record_delta_layer(CommandRecorder& rec, const DeviceLayer& layer, size_t slot,
                           const std::vector<Span>& spans, int T) const;
   void record_mlp(CommandRecorder& rec, const DeviceMlp& w, int T, const Buffer& out) const;
+  // One decoder layer over s_.h: h += Mixer(RMSNorm_in(h)); h += FFN(RMSNorm_post(h)). `slot`
+  // is the layer's index among the sequences' attention (or recurrent) layers.
+  void record_decoder_layer(CommandRecorder& rec, const DeviceLayer& layer, size_t slot,
+                            const std::vector<Span>& spans, int T) const;
+  // The RoPE table grown to cover positions below `end`.
+  void cover_positions(int64_t end) const;
   void record_moe(CommandRecorder& rec, const DeviceMoe& w, int T) const;
 
   std::shared_ptr<Context> context_;
@@ -408,6 +431,31 @@ void VulkanForward::record_moe(CommandRecorder& rec, const DeviceMoe& w, int T) 
   record_shared_expert_add(rec, s_.delta, s_.shared, s_.shared_gate, T, H);
 }
 
+void VulkanForward::record_decoder_layer(CommandRecorder& rec, const DeviceLayer& layer,
+                                         size_t slot, const std::vector<Span>& spans, int T) const {
+  const int H = c_.hidden_size;
+  const size_t n = size_t(T) * H;
+  record_rms_norm(rec, s_.h, layer.input_norm, s_.normed, T, H, c_.rms_norm_eps, false);
+  if (layer.full_attention)
+    record_attention_layer(rec, layer, slot, spans, T);
+  else
+    record_delta_layer(rec, layer, slot, spans, T);
+  record_add(rec, s_.h, s_.delta, n);
+  record_rms_norm(rec, s_.h, layer.post_norm, s_.normed, T, H, c_.rms_norm_eps, false);
+  if (layer.moe)
+    record_moe(rec, layer.moe_ffn, T);
+  else
+    record_mlp(rec, layer.mlp, T, s_.delta);
+  record_add(rec, s_.h, s_.delta, n);
+}
+
+void VulkanForward::cover_positions(int64_t end) const {
+  if (c_.rotary_dim <= 0 || rope_.positions >= end) return;
+  int64_t n = std::max(kMinRopePositions, rope_.positions);
+  while (n < end) n *= 2;
+  rope_ = upload_rope_table(*context_, n, c_.rotary_dim, c_.rope_theta);
+}
+
 void VulkanForward::forward(std::span<const BatchSegment* const> segments) const {
   // The shaders know plain RoPE at the row index only: no M-RoPE, no image rows. Refused before
   // anything is recorded, so the states are untouched.
@@ -445,31 +493,15 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
                               size_t(sp.count) * c_.num_heads * size_t(sp.sequence->capacity) * 4);
   }
   prepare_scratch(T, std::max(head_rows, 1), scores_bytes, max_count);
-  if (c_.rotary_dim > 0 && rope_.positions < max_position) {
-    int64_t n = std::max(kMinRopePositions, rope_.positions);
-    while (n < max_position) n *= 2;
-    rope_ = upload_rope_table(ctx, n, c_.rotary_dim, c_.rope_theta);
-  }
+  cover_positions(max_position);
   ctx.upload(s_.ids, 0, ids.data(), ids.size() * 4);
   ctx.upload(s_.positions, 0, positions.data(), positions.size() * 4);
 
-  const size_t n = size_t(T) * H;
   record_embedding(rec, w_.embed, s_.ids, T, s_.h);
   size_t attention_slot = 0, delta_slot = 0;
-  for (const DeviceLayer& layer : w_.layers) {
-    record_rms_norm(rec, s_.h, layer.input_norm, s_.normed, T, H, c_.rms_norm_eps, false);
-    if (layer.full_attention)
-      record_attention_layer(rec, layer, attention_slot++, spans, T);
-    else
-      record_delta_layer(rec, layer, delta_slot++, spans, T);
-    record_add(rec, s_.h, s_.delta, n);
-    record_rms_norm(rec, s_.h, layer.post_norm, s_.normed, T, H, c_.rms_norm_eps, false);
-    if (layer.moe)
-      record_moe(rec, layer.moe_ffn, T);
-    else
-      record_mlp(rec, layer.mlp, T, s_.delta);
-    record_add(rec, s_.h, s_.delta, n);
-  }
+  for (const DeviceLayer& layer : w_.layers)
+    record_decoder_layer(rec, layer, layer.full_attention ? attention_slot++ : delta_slot++, spans,
+                         T);
   record_rms_norm(rec, s_.h, w_.final_norm, s_.normed, T, H, c_.rms_norm_eps, false);
   // The rows the LM head reads, gathered, and where their logits go.
   std::vector<float*> head_out;
@@ -496,6 +528,58 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
     if (seg.all_logits && seg.logits)
       std::copy_n(seg.all_logits + size_t(sp.count - 1) * V, V, seg.logits);
   }
+}
+
+// mtp_head.cpp's pass on the device: x = fc_embedding(RMSNorm_e(embed(next))) +
+// fc_hidden(RMSNorm_h(hidden)) (fc's two halves of columns, summed after their products: the
+// same value as the CPU's one product over the joined row, to rounding), then the head's decoder
+// layer over its own K/V rows at the main model's positions, then the LM head on the last row.
+void VulkanForward::mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
+                                ModelState& state, float* last_logits, RowKind rows,
+                                float* last_hidden) const {
+  if (!w_.mtp) throw Error("internal: the device has no MTP head");
+  const DeviceMtp& m = *w_.mtp;
+  std::lock_guard lock(mutex_);
+  Context& ctx = *context_;
+  const int T = int(next_tokens.size()), H = c_.hidden_size, V = c_.vocab_size;
+  if (T == 0) return;
+  if (state.position + T > INT32_MAX) throw Error("--device vulkan: position beyond 2^31");
+  BatchSegment segment;  // what the attention layer reads of its one sequence
+  segment.tokens = next_tokens;
+  segment.kind = rows;
+  segment.state = &state;
+  const std::vector<Span> spans = {Span{&segment, &sequence(state), 0, T, state.position}};
+  std::vector<int32_t> positions(static_cast<size_t>(T));
+  for (int t = 0; t < T; ++t) positions[size_t(t)] = int32_t(state.position + t);
+
+  CommandRecorder rec(ctx);
+  std::vector<Buffer> retired;
+  VulkanSequence& seq = *spans[0].sequence;
+  seq.reserve(state.position + T, state.position, rec, retired);
+  const size_t scores_bytes =
+      rows == RowKind::kGenerated ? size_t(T) * c_.num_heads * size_t(seq.capacity) * 4 : 0;
+  prepare_scratch(T, 1, scores_bytes, T);
+  const size_t row = size_t(H) * 4;
+  ensure(ctx, s_.mtp_hidden, size_t(T) * row);
+  ensure(ctx, s_.mtp_fc, size_t(T) * row);
+  cover_positions(state.position + T);
+  ctx.upload(s_.ids, 0, next_tokens.data(), size_t(T) * 4);
+  ctx.upload(s_.positions, 0, positions.data(), size_t(T) * 4);
+  ctx.upload(s_.mtp_hidden, 0, hidden.data(), size_t(T) * row);
+
+  record_embedding(rec, w_.embed, s_.ids, T, s_.h);
+  record_rms_norm(rec, s_.h, m.embedding_norm, s_.normed, T, H, c_.rms_norm_eps, false);
+  record_rms_norm(rec, s_.mtp_hidden, m.hidden_norm, s_.delta, T, H, c_.rms_norm_eps, false);
+  record_matmul(rec, m.fc_embedding, s_.normed, T, s_.h);
+  record_matmul(rec, m.fc_hidden, s_.delta, T, s_.mtp_fc);
+  record_add(rec, s_.h, s_.mtp_fc, size_t(T) * H);
+  record_decoder_layer(rec, m.layer, 0, spans, T);
+  record_rms_norm(rec, s_.h, m.final_norm, s_.normed, T, H, c_.rms_norm_eps, false);
+  rec.copy(s_.normed, size_t(T - 1) * row, s_.head_in, 0, row);
+  record_matmul(rec, w_.lm_head(), s_.head_in, 1, s_.logits);
+  rec.submit_and_wait();
+  ctx.download(s_.logits, 0, last_logits, size_t(V) * 4);
+  if (last_hidden) ctx.download(s_.head_in, 0, last_hidden, row);
 }
 
 }  // namespace

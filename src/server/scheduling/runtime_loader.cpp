@@ -100,9 +100,10 @@ class EngineSession : public InferenceSession {
   std::unique_ptr<EngineSpeculation> speculation_;
 };
 
-// The speculative decoding of `options` for `model`: off, with one line saying why, when the
-// model has no MTP head. Throws when its head is there but was dropped at load (incomplete or
-// malformed): the checkpoint promised multi-token prediction and cannot give it.
+// The speculative decoding of `options` for `model`: off, with one line saying why, when it
+// cannot run there (no MTP head, or a device: speculation_unavailable). Throws when its head is
+// there but was dropped at load (incomplete or malformed): the checkpoint promised multi-token
+// prediction and cannot give it.
 SpeculativeOptions speculative_options(const Model& model, const ServerOptions& options) {
   SpeculativeOptions speculative;
   speculative.draft_tokens = 0;
@@ -110,8 +111,8 @@ SpeculativeOptions speculative_options(const Model& model, const ServerOptions& 
   if (model.mtp_dropped())
     throw Error("speculative decoding (--speculative) needs the MTP head, but " +
                 model.mtp_unavailable_reason());
-  if (!model.has_mtp()) {
-    log_info("speculative decoding off: the model has no MTP head (no mtp.* tensors)");
+  if (const std::string why = speculation_unavailable(model); !why.empty()) {
+    log_info("speculative decoding off: " + why);
     return speculative;
   }
   speculative.draft_tokens = options.speculative_tokens;
