@@ -40,8 +40,11 @@ class DeviceForward {
   // 256 bits) driver 0.0.1 mesa 22.3.6 exact-fma": logged at start and part of the cache
   // fingerprint, so a checkpoint is installed only where the same arithmetic made it.
   virtual std::string description() const = 0;
-  // Device memory the weights take.
+  // Device memory the weights take, and all the device memory qmlx plans with
+  // (backend/vulkan/device_memory.h): what is left holds the sequences' states and the forward
+  // pass's scratch.
   virtual size_t weight_bytes() const = 0;
+  virtual uint64_t memory_bytes() const = 0;
 
   virtual std::shared_ptr<DeviceSequence> new_sequence(KvType kv_type) const = 0;
   // A copy of `sequence` in new device memory (its rows [0, rows) and recurrent state).

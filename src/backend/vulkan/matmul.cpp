@@ -45,7 +45,10 @@ bool device_matmul_supports(const WeightMatrix& w, std::string* why) {
   return no("unknown format");
 }
 
-DeviceMatrix create_matrix(Context& context, const WeightMatrix& like, int rows) {
+namespace {
+
+// A matrix of `rows` rows in the device format of `like`, without its buffers.
+DeviceMatrix device_shape(const WeightMatrix& like, int rows) {
   std::string why;
   if (!device_matmul_supports(like, &why))
     throw Error("Vulkan matmul: unsupported weights: " + why);
@@ -63,6 +66,18 @@ DeviceMatrix create_matrix(Context& context, const WeightMatrix& like, int rows)
     d.group_size = like.group_size;
     d.scale_type = like.scale_type;
   }
+  return d;
+}
+
+}  // namespace
+
+size_t device_matrix_bytes(const WeightMatrix& w) {
+  const DeviceMatrix d = device_shape(w, w.rows);
+  return size_t(w.rows) * (matrix_row_bytes(d) + 2 * matrix_meta_row_bytes(d));
+}
+
+DeviceMatrix create_matrix(Context& context, const WeightMatrix& like, int rows) {
+  DeviceMatrix d = device_shape(like, rows);
   d.data = context.create_buffer(size_t(rows) * matrix_row_bytes(d));
   if (d.format == WeightFormat::kAffine) {
     const size_t meta = size_t(rows) * matrix_meta_row_bytes(d);

@@ -1,8 +1,8 @@
 // Matmul on the device: y[t][o] = sum_k W[o][k] * x[t][k], the Vulkan counterpart of
 // kernels/matmul.h for f32, f16 and bf16 weights (shaders/matmul_float.comp) and MLX affine
 // 2- to 8-bit quantization (shaders/matmul_affine.comp); GGUF block formats are rewritten as
-// affine rows at upload (kernels/gguf_affine.h says how, and what it costs in memory). Every token's row is computed the same
-// way whatever the batch, so it is bit-identical alone or in one.
+// affine rows at upload (kernels/gguf_affine.h says how, and what it costs in memory). Every
+// token's row is computed the same way whatever the batch, so it is bit-identical alone or in one.
 //  - float weights follow the CPU's generated-row arithmetic (vec::dot, vec::dot_typed) lane
 //    for lane: bit-identical to it where the device has a true fma (lavapipe);
 //  - affine weights are dequantized exactly as the CPU does (one fma per weight), then each
@@ -33,6 +33,10 @@ struct DeviceMatrix {
   Buffer scales;  // affine only
   Buffer biases;
 };
+
+// Bytes `w` takes in device memory (data, scales and biases; GGUF blocks as the affine rows
+// they are rewritten to). Throws qmlx::Error for unsupported formats.
+size_t device_matrix_bytes(const WeightMatrix& w);
 
 // True when the device kernels handle `w`; otherwise *why says what is missing.
 bool device_matmul_supports(const WeightMatrix& w, std::string* why);

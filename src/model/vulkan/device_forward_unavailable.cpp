@@ -5,9 +5,9 @@
 
 namespace qmlx {
 
-std::unique_ptr<DeviceForward> make_device_forward(
-    const std::string& device, const ModelConfig&, const ModelWeights&,
-    const std::function<void(uint64_t, uint64_t)>&) {
+std::unique_ptr<DeviceForward> make_device_forward(const std::string& device, const ModelConfig&,
+                                                   const ModelWeights&,
+                                                   const std::function<void(uint64_t, uint64_t)>&) {
   throw Error("--device " + device +
               ": this qmlx was built without the Vulkan backend (it needs libvulkan-dev and "
               "glslc at build time); use --device cpu");

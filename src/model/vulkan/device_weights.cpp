@@ -1,8 +1,11 @@
 #include "model/vulkan/device_weights.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "backend/vulkan/device_memory.h"
 #include "backend/vulkan/moe_router.h"
 #include "base/error.h"
 #include "kernels/column_blocks.h"
@@ -57,7 +60,7 @@ class Uploader {
 
   DeviceMatrix matrix(const WeightMatrix& w) {
     DeviceMatrix m = upload_matrix(context_, w);
-    advance(w.bytes());
+    advance(device_matrix_bytes(w));
     bytes_ += size_of(m);
     return m;
   }
@@ -66,7 +69,7 @@ class Uploader {
     std::vector<const WeightMatrix*> views;
     for (const MlpWeights& e : all) views.push_back(&(e.*pick));
     DeviceExperts d = upload_experts(context_, views);
-    for (const WeightMatrix* w : views) advance(w->bytes());
+    for (const WeightMatrix* w : views) advance(device_matrix_bytes(*w));
     bytes_ += size_of(d.stacked);
     return d;
   }
@@ -185,34 +188,46 @@ std::string mtp_unsupported(const ModelConfig& c, const MtpWeights& m) {
   return "";
 }
 
-uint64_t mlp_bytes(const MlpWeights& m) { return m.gate.bytes() + m.up.bytes() + m.down.bytes(); }
+std::string mib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / double(1 << 20));
+  return text;
+}
+
+// Bytes in device memory (device_matrix_bytes: GGUF blocks as their affine rewrite), which the
+// progress line counts and the device must hold.
+uint64_t on_device(const WeightMatrix& w) { return device_matrix_bytes(w); }
+
+uint64_t mlp_bytes(const MlpWeights& m) {
+  return on_device(m.gate) + on_device(m.up) + on_device(m.down);
+}
 
 uint64_t layer_bytes(const LayerWeights& l) {
   uint64_t total = (l.input_norm.size() + l.post_norm.size()) * 4;
   if (l.full_attention) {
     const AttentionWeights& a = l.attention;
-    total += a.q.bytes() + a.k.bytes() + a.v.bytes() + a.o.bytes();
+    total += on_device(a.q) + on_device(a.k) + on_device(a.v) + on_device(a.o);
     total += (a.q_norm.size() + a.k_norm.size()) * 4;
   } else {
     const DeltaNetWeights& d = l.delta_net;
-    total += d.qkv.bytes() + d.z.bytes() + d.b.bytes() + d.a.bytes() + d.out.bytes();
+    total += on_device(d.qkv) + on_device(d.z) + on_device(d.b) + on_device(d.a) + on_device(d.out);
     total += (d.conv.size() + d.dt_bias.size() + d.A.size() + d.norm.size()) * 4;
   }
   if (!l.moe) return total + mlp_bytes(l.mlp);
   const MoeWeights& m = l.moe_ffn;
-  total += m.router.bytes();
+  total += on_device(m.router);
   for (const MlpWeights& e : m.experts) total += mlp_bytes(e);
-  if (m.has_shared_expert) total += mlp_bytes(m.shared) + m.shared_gate.bytes();
+  if (m.has_shared_expert) total += mlp_bytes(m.shared) + on_device(m.shared_gate);
   return total;
 }
 
 uint64_t mtp_bytes(const MtpWeights& m) {
-  return m.fc.bytes() + layer_bytes(m.layer) +
+  return on_device(m.fc) + layer_bytes(m.layer) +
          (m.embedding_norm.size() + m.hidden_norm.size() + m.final_norm.size()) * 4;
 }
 
 uint64_t total_bytes(const ModelWeights& w, bool with_mtp) {
-  uint64_t total = w.embed.bytes() + (w.head.data == w.embed.data ? 0 : w.head.bytes());
+  uint64_t total = on_device(w.embed) + (w.head.data == w.embed.data ? 0 : on_device(w.head));
   total += w.final_norm.size() * 4;
   for (const LayerWeights& l : w.layers) total += layer_bytes(l);
   return total + (with_mtp ? mtp_bytes(*w.mtp) : 0);
@@ -303,7 +318,14 @@ DeviceWeights upload_weights(Context& context, const ModelConfig& c, const Model
   DeviceWeights out;
   if (weights.mtp) out.mtp_unavailable = mtp_unsupported(c, *weights.mtp);
   const bool with_mtp = weights.mtp && out.mtp_unavailable.empty();
-  Uploader up(context, progress, total_bytes(weights, with_mtp));
+  const uint64_t need = total_bytes(weights, with_mtp);
+  const uint64_t have = usable_device_memory(context.device_info());
+  if (need > have)
+    throw Error("--device vulkan: the weights take " + mib(need) + " on " +
+                context.device_info().name + ", which has " + mib(have) + " of device memory" +
+                (std::getenv("QMLX_VULKAN_MEMORY_MB") ? " (QMLX_VULKAN_MEMORY_MB)" : "") +
+                "; a smaller quantization fits, or --device cpu");
+  Uploader up(context, progress, need);
   out.embed = up.matrix(weights.embed);
   out.tied = weights.head.data == weights.embed.data;
   if (!out.tied) out.head = up.matrix(weights.head);

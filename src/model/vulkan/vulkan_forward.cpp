@@ -29,6 +29,7 @@
 #include "backend/vulkan/attention.h"
 #include "backend/vulkan/causal_conv.h"
 #include "backend/vulkan/delta_gates.h"
+#include "backend/vulkan/device_memory.h"
 #include "backend/vulkan/elementwise.h"
 #include "backend/vulkan/embedding.h"
 #include "backend/vulkan/gated_delta.h"
@@ -80,6 +81,7 @@ class VulkanForward final : public DeviceForward {
 
   std::string description() const override { return description_; }
   size_t weight_bytes() const override { return w_.bytes; }
+  uint64_t memory_bytes() const override { return usable_device_memory(context_->device_info()); }
 
   std::shared_ptr<DeviceSequence> new_sequence(KvType kv_type) const override {
     std::lock_guard lock(mutex_);

@@ -10,6 +10,7 @@
 #include "server/routes/api_server_state.h"
 #include "server/routes/auth.h"
 #include "server/routes/sse.h"
+#include "server/scheduling/batch_memory.h"
 
 namespace qmlx::server {
 namespace {
@@ -289,20 +290,24 @@ void ApiServer::set_ready(std::shared_ptr<const ModelRuntime> runtime, CacheHook
   const ServerOptions& options = state_->options;
   SchedulerLimits limits;
   limits.parallel = options.parallel;
-  limits.memory_budget_bytes =
-      options.max_batch_memory_mb > 0
-          ? uint64_t(options.max_batch_memory_mb) << 20
-          : uint64_t(options.parallel) *
-                sequence_state_bytes(runtime->state_layout, state_->context_limit(*runtime));
+  const int64_t context = state_->context_limit(*runtime);
+  const BatchMemoryBudget budget = batch_memory_budget(
+      options.max_batch_memory_mb, options.parallel, context,
+      sequence_state_bytes(runtime->state_layout, context),
+      DeviceStateMemory{runtime->device_state_memory, runtime->device_memory_note});
+  limits.memory_budget_bytes = budget.bytes;
+  limits.memory_budget_source = budget.source;
+  log_info("batch memory budget: " + std::to_string(budget.bytes >> 20) +
+           " MiB of sequence state (" + budget.source + ")");
   scheduler_limits_ = limits;
   auto scheduler = std::make_unique<Scheduler>(*runtime, hooks, &state_->metrics, options.max_queue,
                                                state_->settings.runner, limits, &state_->activity);
   const bool later_system = template_takes_later_system(*runtime);
-  auto grammars = std::make_shared<ReplyGrammars>(
-      runtime->tokenizer, runtime->stop_token_ids,
-      [metrics = &state_->metrics](const std::string& keyword) {
-        metrics->record_dropped_keyword(keyword);
-      });
+  auto grammars =
+      std::make_shared<ReplyGrammars>(runtime->tokenizer, runtime->stop_token_ids,
+                                      [metrics = &state_->metrics](const std::string& keyword) {
+                                        metrics->record_dropped_keyword(keyword);
+                                      });
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->template_takes_later_system = later_system;
   state_->runtime = std::move(runtime);

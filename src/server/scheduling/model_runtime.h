@@ -140,6 +140,11 @@ struct ModelRuntime {
   // start (for the start-up line: how long a cold prompt will take); optional.
   std::function<double(int64_t depth)> prefill_rate;
   int64_t context_length = 0;
+  // On a device: the device memory the sequences' states may take (what qmlx plans with, less
+  // the weights and a reserve for the forward pass's scratch), which caps the batch memory
+  // budget, and what it is made of, for the start-up line and 503s. 0 on the CPU.
+  uint64_t device_state_memory = 0;
+  std::string device_memory_note;
   // What the prefix cache keys its store with (engine/model_identity.h) and the shape of the
   // sessions' state; empty identity: this runtime cannot be cached.
   std::string identity;

@@ -19,6 +19,7 @@
 #include "engine/speculative_config.h"
 #include "image/preprocessor_config.h"
 #include "model/vision_config.h"
+#include "server/scheduling/batch_memory.h"
 #include "server/scheduling/image_encoding.h"
 #include "text/template/chat_prompt.h"
 
@@ -313,6 +314,12 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
   runtime->model_id = options.model_id.empty() ? folder : options.model_id;
   runtime->architecture = model->config().model_type;
   runtime->backend = model->backend_description();
+  if (const DeviceForward* device = model->device()) {
+    const DeviceStateMemory left =
+        device_state_memory(device->memory_bytes(), device->weight_bytes(), options.device);
+    runtime->device_state_memory = left.bytes;
+    runtime->device_memory_note = left.note;
+  }
   runtime->description = describe_layers(model->config());
   runtime->context_length = context_length_of(model_dir);
   runtime->identity = model_identity(*model);

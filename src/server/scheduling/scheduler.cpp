@@ -74,8 +74,8 @@ void Scheduler::submit(std::shared_ptr<GenerationJob> job) {
       throw ApiError(503, "the request needs up to " + mib(need) +
                               " MiB of sequence state (prompt + max_tokens), more than the " +
                               std::to_string(limits_.memory_budget_bytes >> 20) +
-                              " MiB batch memory budget (--max-batch-memory); lower max_tokens "
-                              "or shorten the prompt");
+                              " MiB batch memory budget (" + limits_.memory_budget_source +
+                              "); lower max_tokens or shorten the prompt");
     }
     // Jobs that free slots are about to take do not count as waiting.
     const size_t free_slots = slot_state_.size() - active_.size();
@@ -142,8 +142,8 @@ Scheduler::Decision Scheduler::decide(size_t slot, Clock::time_point now) const 
       // First come, first served: jobs behind this one wait for it.
       const std::string why = "memory budget: needs " + mib(need) + " MiB, " + mib(active_bytes_) +
                               " of " + mib(limits_.memory_budget_bytes) + " MiB held by " +
-                              std::to_string(active_.size()) +
-                              " running sequences (--max-batch-memory)";
+                              std::to_string(active_.size()) + " running sequences (" +
+                              limits_.memory_budget_source + ")";
       if (d.front_blocker.empty()) {
         d.front_blocker = i == 0 ? why : "behind uid=" + std::to_string(job.uid()) + ", " + why;
       }
@@ -329,8 +329,8 @@ void Scheduler::run_one(GenerationJob& job, InferenceSession& session) {
     // A device that failed (lost, timed out, out of memory) is the server's trouble, not the
     // request's: 503, so a client retries.
     const int status = dynamic_cast<const DeviceUnavailable*>(&e) ? 503 : 500;
-    log_error("uid=" + std::to_string(job.uid()) + " generation failed: status=" +
-              std::to_string(status) + " " + e.what());
+    log_error("uid=" + std::to_string(job.uid()) +
+              " generation failed: status=" + std::to_string(status) + " " + e.what());
     if (activity_) {
       activity_->record_rejected(job.uid(), route_path(job.request().route), job.origin(), status,
                                  std::string("generation failed: ") + e.what());

@@ -46,6 +46,9 @@ struct SchedulerLimits {
   // Bytes of sequence state (K/V + recurrent) the running sequences may need together, at
   // worst; 0: no limit beyond the slots.
   uint64_t memory_budget_bytes = 0;
+  // What set the budget, for 503s and the queue's log lines: "--max-batch-memory", or the
+  // device memory that capped it (ModelRuntime::device_memory_note).
+  std::string memory_budget_source = "--max-batch-memory";
   // How long a job waits for the slot that holds its conversation when that slot is not
   // pre-filling it (it is finishing the last turn's checkpoints, or its idle work is elsewhere).
   std::chrono::milliseconds affinity_wait{2000};
