@@ -10,7 +10,10 @@ model with a vision tower (make-model --vision), temperature 0:
      cache); every log line says images= and images_encoded=;
   3. the cached server restarted on its disk: turn 2 HITs from the disk with the cold reply;
   4. the image as each API sends it (Anthropic base64 block, Responses input_image) is read;
-  5. MTP drafting after an image gives plain decoding's tokens and logits.
+  5. MTP drafting after an image gives plain decoding's tokens and logits;
+  6. the shared tier (a throwaway Redis Cluster, where redis-server is installed): turn 1 on
+     server A, turn 2 on server B with an empty disk HITs from the shared tier past the image
+     with the cold reply; image B in A's place there never restores past B's first pad.
 Usage: image_cache_e2e.py QMLX_BINARY WORK_DIR
 """
 import base64
@@ -266,4 +269,41 @@ if "spec_accept=" not in line:
 spec.stop()
 print("ok MTP drafting after an image: plain decoding's tokens and logits (%s)" %
       log_field(line, "spec_accept"))
+# 6. The shared tier: another server with an empty disk restores the image conversation.
+if shutil.which("redis-server") and shutil.which("redis-cli"):
+    cluster = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shared",
+                           "redis_cluster.sh")
+    redis_dir = os.path.join(WORK, "redis")
+    nodes = subprocess.run(["bash", cluster, "start", redis_dir, "3"], check=True,
+                           capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    try:
+        def shared_cache(name):
+            return {"disk_cache_dir": os.path.join(WORK, "disk-" + name), "chunk_tokens": 32,
+                    "fsync": False, "shared": {"nodes": nodes.split(","), "timeout_ms": 1000}}
+        a = Server("shared-a", shared_cache("a"))
+        text, _ = a.chat(chat_messages(IMAGE_A, 1))
+        if text != cold1:
+            fail("shared A turn 1 differs from cold: %r vs %r" % (text, cold1))
+        a.stop()  # its checkpoints are written and published before it exits
+        b = Server("shared-b", shared_cache("b"))
+        text, cached = b.chat(chat_messages(IMAGE_A, 2, cold1))
+        line = b.last_log_line()
+        if text != cold2:
+            fail("turn 2 from the shared tier differs from cold: %r vs %r" % (text, cold2))
+        if cached <= 0 or log_field(line, "tier") != "shared":
+            fail("turn 2 on B did not hit the shared tier: " + line)
+        text, cached_b = b.chat(chat_messages(IMAGE_B, 2, cold1))
+        line = b.last_log_line()
+        if text != cold2b:
+            fail("image B on B differs from its cold reply: %r vs %r" % (text, cold2b))
+        if cached_b >= cached:
+            fail("image B restored as deep as image A from the shared tier (%d >= %d)"
+                 % (cached_b, cached))
+        b.stop()
+        print("ok shared tier: turn 2 on another server HIT %d tokens past the image, cold "
+              "reply; image B restored only %d" % (cached, cached_b))
+    finally:
+        subprocess.run(["bash", cluster, "stop", redis_dir], capture_output=True)
+else:
+    print("skip shared tier: no redis-server (scripts/setup.sh installs it)")
 print("PASS image cache e2e")
