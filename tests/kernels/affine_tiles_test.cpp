@@ -43,8 +43,13 @@ TEST(AffineTilesTest, DequantizesToTheStoredFloats) {
     int rows, cols, bits, gs;
   };
   // 4-bit rows of 96 columns are 24 steps: one 16-step transpose and 8 steps one by one.
-  for (Shape sh : {Shape{1, 64, 8, 32}, {16, 128, 8, 64}, {17, 256, 8, 128}, {37, 96, 4, 32},
-                   {40, 640, 4, 64}, {33, 384, 4, 128}, {5, 32, 4, 32}}) {
+  for (Shape sh : {Shape{1, 64, 8, 32},
+                   {16, 128, 8, 64},
+                   {17, 256, 8, 128},
+                   {37, 96, 4, 32},
+                   {40, 640, 4, 64},
+                   {33, 384, 4, 128},
+                   {5, 32, 4, 32}}) {
     SCOPED_TRACE(std::to_string(sh.rows) + "x" + std::to_string(sh.cols) + " " +
                  std::to_string(sh.bits) + "-bit gs " + std::to_string(sh.gs));
     const Stored s = stored(sh.rows, sh.cols, sh.bits, sh.gs);
@@ -83,12 +88,7 @@ TEST(AffineTilesTest, Q8_0MatricesAreTiledAsAffineWithTheSameValues) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
     std::vector<uint8_t> blocks =
         testing::random_gguf_blocks(GgufType::kQ8_0, size_t(rows) * cols, rows);
-    WeightMatrix q;
-    q.format = WeightFormat::kGguf;
-    q.gguf_type = GgufType::kQ8_0;
-    q.rows = rows;
-    q.cols = cols;
-    q.data = blocks.data();
+    const WeightMatrix q = testing::gguf_view(GgufType::kQ8_0, rows, cols, blocks);
     ASSERT_TRUE(q8_0_tiles_supported(q));
     AffineTileStorage storage;
     const WeightMatrix t = tile_q8_0_matrix(q, storage);

@@ -55,12 +55,7 @@ TEST(ColumnBlocksTest, GgufBlocksGatherAsAffineGroups) {
   const int rows = 3, block = 64, cols = block * 4;  // 32-value blocks, two per head
   const std::vector<uint8_t> blocks =
       testing::random_gguf_blocks(GgufType::kQ8_0, size_t(rows) * cols, 2);
-  WeightMatrix w;
-  w.format = WeightFormat::kGguf;
-  w.gguf_type = GgufType::kQ8_0;
-  w.rows = rows;
-  w.cols = cols;
-  w.data = blocks.data();
+  const WeightMatrix w = testing::gguf_view(GgufType::kQ8_0, rows, cols, blocks);
   const OwnedMatrix moved = gather_column_blocks(w, block, kFrom);
   EXPECT_EQ(moved.view.format, WeightFormat::kAffine);
   expect_gathered(decoded(w), decoded(moved.view), rows, cols, block, kFrom);
@@ -76,12 +71,7 @@ TEST(ColumnBlocksTest, GgufBlocksGatherAsAffineGroups) {
 
 TEST(ColumnBlocksTest, BlocksThatCutAGroupAreRefused) {
   const std::vector<uint8_t> blocks = testing::random_gguf_blocks(GgufType::kQ4_0, 4 * 64, 3);
-  WeightMatrix w;
-  w.format = WeightFormat::kGguf;
-  w.gguf_type = GgufType::kQ4_0;
-  w.rows = 4;
-  w.cols = 64;
-  w.data = blocks.data();
+  const WeightMatrix w = testing::gguf_view(GgufType::kQ4_0, 4, 64, blocks);
   EXPECT_THROW(gather_column_blocks(w, 16, kFrom), Error);  // heads of 16, groups of 32
   EXPECT_THROW(gather_column_blocks(w, 32, {2}), Error);    // a block it does not have
 }

@@ -38,12 +38,7 @@ TEST(GgufAffineTest, EveryQuantizedTypeDecodesToGgmlsValues) {
     const int rows = 3, cols = 2 * 256;  // two super-blocks (sixteen 32-value blocks) a row
     const std::vector<uint8_t> blocks =
         testing::random_gguf_blocks(t, size_t(rows) * cols, uint64_t(t) + 7);
-    WeightMatrix w;
-    w.format = WeightFormat::kGguf;
-    w.gguf_type = t;
-    w.rows = rows;
-    w.cols = cols;
-    w.data = blocks.data();
+    const WeightMatrix w = testing::gguf_view(t, rows, cols, blocks);
     std::vector<float> expected(size_t(rows) * cols);
     gguf_dequantize_scalar(t, blocks.data(), expected.size(), expected.data());
 
@@ -78,12 +73,7 @@ TEST(GgufAffineTest, RowSlicesRewriteAsTheWhole) {
   const GgufType t = GgufType::kQ6_K;
   const int rows = 5, cols = 256;
   const std::vector<uint8_t> blocks = testing::random_gguf_blocks(t, size_t(rows) * cols, 3);
-  WeightMatrix w;
-  w.format = WeightFormat::kGguf;
-  w.gguf_type = t;
-  w.rows = rows;
-  w.cols = cols;
-  w.data = blocks.data();
+  const WeightMatrix w = testing::gguf_view(t, rows, cols, blocks);
   const OwnedMatrix whole = gguf_to_affine(w);
   const OwnedMatrix tail = gguf_to_affine(w.row_slice(2, 5));
   const size_t row = size_t(cols) * 6 / 8, meta = size_t(cols / 16) * 4;
@@ -96,12 +86,7 @@ TEST(GgufAffineTest, AScaleTheF16RewriteCannotHoldIsAnError) {
   std::vector<uint8_t> block = testing::random_gguf_blocks(GgufType::kQ8_0, 32, 1);
   const uint16_t big = float_to_f16(1000.f);  // -128 * 1000 overflows f16
   std::memcpy(block.data(), &big, 2);
-  WeightMatrix w;
-  w.format = WeightFormat::kGguf;
-  w.gguf_type = GgufType::kQ8_0;
-  w.rows = 1;
-  w.cols = 32;
-  w.data = block.data();
+  WeightMatrix w = testing::gguf_view(GgufType::kQ8_0, 1, 32, block);
   EXPECT_THROW(gguf_to_affine(w), Error);
   w.gguf_type = GgufType::kF16;
   EXPECT_FALSE(gguf_affine_supported(GgufType::kF16));

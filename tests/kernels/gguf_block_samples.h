@@ -8,6 +8,7 @@
 
 #include "kernels/gguf_blocks.h"
 #include "kernels/scalar_type.h"
+#include "kernels/weight_matrix.h"
 
 namespace qmlx::testing {
 
@@ -54,6 +55,17 @@ inline std::vector<uint8_t> random_gguf_blocks(GgufType t, size_t n_values, uint
       bytes[b + off + 1] = uint8_t(h >> 8);
     }
   return bytes;
+}
+
+// A [rows, cols] GGUF matrix of type t over `blocks` (which must outlive it).
+inline WeightMatrix gguf_view(GgufType t, int rows, int cols, const std::vector<uint8_t>& blocks) {
+  WeightMatrix m;
+  m.format = WeightFormat::kGguf;
+  m.gguf_type = t;
+  m.rows = rows;
+  m.cols = cols;
+  m.data = blocks.data();
+  return m;
 }
 
 }  // namespace qmlx::testing

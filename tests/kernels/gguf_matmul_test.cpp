@@ -21,15 +21,7 @@ constexpr GgufType kAllTypes[] = {
     GgufType::kQ4_1, GgufType::kQ5_0, GgufType::kQ5_1, GgufType::kQ2_K, GgufType::kQ3_K,
     GgufType::kQ4_K, GgufType::kQ5_K, GgufType::kQ6_K};
 
-WeightMatrix gguf_matrix(GgufType t, int rows, int cols, const std::vector<uint8_t>& bytes) {
-  WeightMatrix m;
-  m.format = WeightFormat::kGguf;
-  m.gguf_type = t;
-  m.rows = rows;
-  m.cols = cols;
-  m.data = bytes.data();
-  return m;
-}
+using testing::gguf_view;
 
 class GgufMatmulTest : public ::testing::TestWithParam<GgufType> {};
 
@@ -37,7 +29,7 @@ TEST_P(GgufMatmulTest, GeometryMatchesGgmlBlockSizes) {
   const GgufType t = GetParam();
   const int cols = 512;
   auto bytes = random_gguf_blocks(t, size_t(3) * cols, 1);
-  WeightMatrix m = gguf_matrix(t, 3, cols, bytes);
+  WeightMatrix m = gguf_view(t, 3, cols, bytes);
   EXPECT_EQ(m.row_bytes() * 3, bytes.size());
   EXPECT_EQ(m.bytes(), bytes.size());
   // A row slice decodes to the same values as the rows of the whole matrix.
@@ -52,7 +44,7 @@ TEST_P(GgufMatmulTest, MatmulMatchesDecodedProduct) {
   const GgufType t = GetParam();
   const int rows = 23, cols = 768;
   auto bytes = random_gguf_blocks(t, size_t(rows) * cols, 2);
-  const WeightMatrix stored = gguf_matrix(t, rows, cols, bytes);
+  const WeightMatrix stored = gguf_view(t, rows, cols, bytes);
   std::vector<float> w(size_t(rows) * cols);
   dequantize_rows(stored, 0, rows, w.data());
   // Q8_0 also as models load it: tiled as 8-bit affine (kernels/affine_tiles.h).
@@ -60,34 +52,34 @@ TEST_P(GgufMatmulTest, MatmulMatchesDecodedProduct) {
   std::vector<WeightMatrix> layouts{stored};
   if (q8_0_tiles_supported(stored)) layouts.push_back(tile_q8_0_matrix(stored, storage));
   for (const WeightMatrix& m : layouts)
-  for (int T : {1, 3, 8}) {
-    SCOPED_TRACE(m.tiled ? "tiled" : "stored");
-    auto x = random_vector(size_t(T) * cols, 5 + T);
-    std::vector<double> expected(size_t(T) * rows);
-    for (int s = 0; s < T; ++s)
-      for (int r = 0; r < rows; ++r) {
-        double acc = 0;
-        for (int c = 0; c < cols; ++c)
-          acc += double(x[size_t(s) * cols + c]) * w[size_t(r) * cols + c];
-        expected[size_t(s) * rows + r] = acc;
+    for (int T : {1, 3, 8}) {
+      SCOPED_TRACE(m.tiled ? "tiled" : "stored");
+      auto x = random_vector(size_t(T) * cols, 5 + T);
+      std::vector<double> expected(size_t(T) * rows);
+      for (int s = 0; s < T; ++s)
+        for (int r = 0; r < rows; ++r) {
+          double acc = 0;
+          for (int c = 0; c < cols; ++c)
+            acc += double(x[size_t(s) * cols + c]) * w[size_t(r) * cols + c];
+          expected[size_t(s) * rows + r] = acc;
+        }
+      std::vector<float> y(size_t(T) * rows);
+      matmul(x.data(), T, m, y.data(), T == 1 ? 1 : 0);  // one row: a decode step
+      // The fused decode kernels round x to int16 per 32 columns (~2^-16 relative).
+      const bool rounded_x = T == 1 && (m.tiled || gguf_gemv_supported(t));
+      EXPECT_LT(relative_error(y, expected), rounded_x ? 1e-4 : 1e-5)
+          << gguf_type_name(t) << " T=" << T;
+      if (rounded_x) {
+        // ... and are then exact: the product with that rounded x.
+        auto xr = testing::round_to_int16_groups(x, 32);
+        for (int r = 0; r < rows; ++r) {
+          double acc = 0;
+          for (int c = 0; c < cols; ++c) acc += double(xr[c]) * w[size_t(r) * cols + c];
+          expected[r] = acc;
+        }
+        EXPECT_LT(relative_error(y, expected), 2e-6) << gguf_type_name(t);
       }
-    std::vector<float> y(size_t(T) * rows);
-    matmul(x.data(), T, m, y.data(), T == 1 ? 1 : 0);  // one row: a decode step
-    // The fused decode kernels round x to int16 per 32 columns (~2^-16 relative).
-    const bool rounded_x = T == 1 && (m.tiled || gguf_gemv_supported(t));
-    EXPECT_LT(relative_error(y, expected), rounded_x ? 1e-4 : 1e-5)
-        << gguf_type_name(t) << " T=" << T;
-    if (rounded_x) {
-      // ... and are then exact: the product with that rounded x.
-      auto xr = testing::round_to_int16_groups(x, 32);
-      for (int r = 0; r < rows; ++r) {
-        double acc = 0;
-        for (int c = 0; c < cols; ++c) acc += double(xr[c]) * w[size_t(r) * cols + c];
-        expected[r] = acc;
-      }
-      EXPECT_LT(relative_error(y, expected), 2e-6) << gguf_type_name(t);
     }
-  }
 }
 
 // gguf_dequantize (AVX2 decoders for Q8_0, Q4_K, Q6_K) gives the scalar definition's values.
