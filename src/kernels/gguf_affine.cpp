@@ -1,5 +1,6 @@
 #include "kernels/gguf_affine.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/error.h"
@@ -26,10 +27,10 @@ void nibbles(const uint8_t* qs, uint8_t* q) {  // byte j: value j low, value j +
   }
 }
 
-void fifth_bits(const uint8_t* qh_bytes, uint8_t* q) {  // bit i of the word: value i's bit 4
-  uint32_t qh;
-  std::memcpy(&qh, qh_bytes, 4);
-  for (int j = 0; j < kQK; ++j) q[j] |= uint8_t(((qh >> j) & 1) << 4);
+void five_bit_codes(const uint8_t* qh_bytes, const uint8_t* qs, uint8_t* q) {
+  int codes[kQK];
+  gguf_five_bit_codes(qh_bytes, qs, codes);
+  std::copy(codes, codes + kQK, q);
 }
 
 void codes_q4_0(const uint8_t* b, BlockCodes& c) {
@@ -45,14 +46,12 @@ void codes_q4_1(const uint8_t* b, BlockCodes& c) {
 
 void codes_q5_0(const uint8_t* b, BlockCodes& c) {
   const float d = gguf_half_at(b);
-  nibbles(b + 6, c.q);
-  fifth_bits(b + 2, c.q);
+  five_bit_codes(b + 2, b + 6, c.q);
   c.scale[0] = d, c.bias[0] = -16 * d;
 }
 
 void codes_q5_1(const uint8_t* b, BlockCodes& c) {
-  nibbles(b + 8, c.q);
-  fifth_bits(b + 4, c.q);
+  five_bit_codes(b + 4, b + 8, c.q);
   c.scale[0] = gguf_half_at(b), c.bias[0] = gguf_half_at(b + 2);
 }
 
@@ -83,10 +82,10 @@ void codes_q3_k(const uint8_t* b, BlockCodes& c) {
   const uint8_t* q = b + 32;
   const uint8_t* packed = b + 96;
   const float d = gguf_half_at(b + 108);
+  int scales[16];
+  gguf_q3_k_scales(packed, scales);
   for (int i = 0; i < 16; ++i) {
-    const int low = i < 8 ? packed[i] & 0x0f : packed[i - 8] >> 4;
-    const int high = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
-    const float dl = d * ((low | (high << 4)) - 32);
+    const float dl = d * scales[i];
     c.scale[i] = dl, c.bias[i] = -4 * dl;
   }
   int v = 0;

@@ -66,27 +66,17 @@ void dequant_q4_1(const uint8_t* b, float* y) {
   }
 }
 
-// The fifth bit of value i is bit i of the little-endian 32-bit word qh.
-void five_bit_codes(const uint8_t* qh_bytes, const uint8_t* qs, int* codes) {
-  uint32_t qh;
-  std::memcpy(&qh, qh_bytes, 4);
-  for (int j = 0; j < kQK / 2; ++j) {
-    codes[j] = (qs[j] & 0x0f) | (((qh >> j) & 1) << 4);
-    codes[j + kQK / 2] = (qs[j] >> 4) | (((qh >> (j + kQK / 2)) & 1) << 4);
-  }
-}
-
 void dequant_q5_0(const uint8_t* b, float* y) {
   const float d = gguf_half_at(b);
   int codes[kQK];
-  five_bit_codes(b + 2, b + 6, codes);
+  gguf_five_bit_codes(b + 2, b + 6, codes);
   for (int j = 0; j < kQK; ++j) y[j] = d * (codes[j] - 16);
 }
 
 void dequant_q5_1(const uint8_t* b, float* y) {
   const float d = gguf_half_at(b), m = gguf_half_at(b + 2);
   int codes[kQK];
-  five_bit_codes(b + 4, b + 8, codes);
+  gguf_five_bit_codes(b + 4, b + 8, codes);
   for (int j = 0; j < kQK; ++j) y[j] = d * codes[j] + m;
 }
 
@@ -122,14 +112,8 @@ void dequant_q3_k(const uint8_t* b, float* y) {
   const uint8_t* q = b + 32;
   const uint8_t* packed = b + 96;
   const float d = gguf_half_at(b + 108);
-  // Scale i: low 4 bits from the low nibble of byte i (i < 8) or the high nibble of byte i - 8;
-  // top two bits from bits 2 * (i / 4) of byte 8 + i % 4.
   int scales[16];
-  for (int i = 0; i < 16; ++i) {
-    const int low = i < 8 ? packed[i] & 0x0f : packed[i - 8] >> 4;
-    const int high = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
-    scales[i] = (low | (high << 4)) - 32;
-  }
+  gguf_q3_k_scales(packed, scales);
   int is = 0;
   uint8_t m = 1;
   for (int half = 0; half < 2; ++half, q += 32) {

@@ -67,6 +67,29 @@ inline float gguf_half_at(const uint8_t* p) {
   return f16_to_float(h);
 }
 
+// Q5_0 / Q5_1: the 32 five-bit codes of a block, from its fifth bits (bit i of the little-endian
+// 32-bit word at qh_bytes is value i's) and its 16 nibble bytes (byte j holds value j in its
+// low nibble and value j + 16 in its high nibble).
+inline void gguf_five_bit_codes(const uint8_t* qh_bytes, const uint8_t* qs, int* codes) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, 4);
+  for (int j = 0; j < 16; ++j) {
+    codes[j] = (qs[j] & 0x0f) | (((qh >> j) & 1) << 4);
+    codes[j + 16] = (qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+  }
+}
+
+// Q3_K packs sixteen 6-bit scales, biased by 32, into 12 bytes: scale i takes its low 4 bits from
+// the low nibble of byte i (i < 8) or the high nibble of byte i - 8, its top two bits from bits
+// 2 * (i / 4) of byte 8 + i % 4. Writes them unbiased (-32 to 31).
+inline void gguf_q3_k_scales(const uint8_t* packed, int* scales) {
+  for (int i = 0; i < 16; ++i) {
+    const int low = i < 8 ? packed[i] & 0x0f : packed[i - 8] >> 4;
+    const int high = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
+    scales[i] = (low | (high << 4)) - 32;
+  }
+}
+
 // Q4_K / Q5_K pack eight 6-bit scales and eight 6-bit mins into 12 bytes: sub-blocks 0-3 use the
 // low 6 bits of bytes 0-3 (scale) and 4-7 (min); sub-blocks 4-7 take their low nibbles from
 // bytes 8-11 and their top two bits from the spare top bits of bytes 0-7.
