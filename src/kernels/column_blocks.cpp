@@ -22,12 +22,23 @@ std::vector<uint8_t> gather_units(const uint8_t* src, int rows, size_t row, size
 
 }  // namespace
 
+std::string column_blocks_refusal(const WeightMatrix& w, int block) {
+  if (w.format != WeightFormat::kAffine && w.format != WeightFormat::kGguf) return "";
+  const bool gguf = w.format == WeightFormat::kGguf;
+  const int group = gguf ? gguf_affine_group_size(w.gguf_type) : w.group_size;
+  const int bits = gguf ? gguf_affine_bits(w.gguf_type) : w.bits;
+  if (group > 0 && block % group == 0 && size_t(block) * bits % 8 == 0) return "";
+  return "a block of " + std::to_string(block) + " columns cuts " + std::to_string(bits) +
+         "-bit codes in groups of " + std::to_string(group);
+}
+
 OwnedMatrix gather_column_blocks(const WeightMatrix& w, int block, const std::vector<int>& from) {
   if (w.tiled || block <= 0 || w.cols % block != 0 || from.empty())
     throw Error("internal: gather_column_blocks of a matrix of another shape");
   for (int f : from)
     if (f < 0 || f >= w.cols / block)
       throw Error("internal: gather_column_blocks of a block the matrix does not have");
+  if (const std::string why = column_blocks_refusal(w, block); !why.empty()) throw Error(why);
   if (w.format == WeightFormat::kGguf) {
     const OwnedMatrix affine = gguf_to_affine(w);
     return gather_column_blocks(affine.view, block, from);
@@ -41,9 +52,6 @@ OwnedMatrix gather_column_blocks(const WeightMatrix& w, int block, const std::ve
     out.view.data = out.data.data();
     return out;
   }
-  if (block % w.group_size != 0 || size_t(block) * w.bits % 8 != 0)
-    throw Error("a block of " + std::to_string(block) + " columns cuts " + std::to_string(w.bits) +
-                "-bit codes in groups of " + std::to_string(w.group_size));
   out.data = gather_units(w.data, w.rows, w.row_bytes(), size_t(block) * w.bits / 8, from);
   const size_t meta_row = size_t(w.groups_per_row()) * scalar_size(w.scale_type);
   const size_t meta = size_t(block / w.group_size) * scalar_size(w.scale_type);

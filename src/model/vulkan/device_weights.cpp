@@ -1,6 +1,5 @@
 #include "model/vulkan/device_weights.h"
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -8,6 +7,7 @@
 #include "backend/vulkan/device_memory.h"
 #include "backend/vulkan/moe_router.h"
 #include "base/error.h"
+#include "base/human_bytes.h"
 #include "kernels/column_blocks.h"
 
 namespace qmlx::vulkan {
@@ -141,19 +141,12 @@ void check_layer(const ModelConfig& c, const LayerWeights& layer, const std::str
                   " is not a multiple of 16");
   } else {
     const DeltaNetWeights& d = layer.delta_net;
-    const int Dv = c.linear_value_dim;
-    if (!d.out_heads.empty() && d.out.format != WeightFormat::kF32 &&
-        d.out.format != WeightFormat::kF16 && d.out.format != WeightFormat::kBF16) {
-      // Its input heads are moved in the weights at upload: as affine rows, in whole groups.
-      const int group = d.out.format == WeightFormat::kGguf
-                            ? gguf_affine_group_size(d.out.gguf_type)
-                            : d.out.group_size;
-      if (group == 0 || Dv % group != 0)
-        throw Error("--device vulkan: " + at +
-                    "out_proj keeps llama.cpp's tiled head order, and heads of " +
-                    std::to_string(Dv) + " columns cut its groups of " + std::to_string(group) +
-                    " (use --device cpu)");
-    }
+    // Its input heads are moved in the weights at upload, in whole heads of columns.
+    if (const std::string why = column_blocks_refusal(d.out, c.linear_value_dim);
+        !d.out_heads.empty() && !why.empty())
+      throw Error("--device vulkan: " + at +
+                  "out_proj keeps llama.cpp's tiled head order, and its heads cannot be moved: " +
+                  why + " (use --device cpu)");
     for (const auto& [m, name] : {std::pair{&d.qkv, "in_proj_qkv"},
                                   {&d.z, "in_proj_z"},
                                   {&d.b, "in_proj_b"},
@@ -181,17 +174,10 @@ std::string mtp_unsupported(const ModelConfig& c, const MtpWeights& m) {
   try {
     check_layer(c, m.layer, "the MTP head's ");
     check_matrix(m.fc, "the MTP head's fc");
-    gather_column_blocks(m.fc.row_slice(0, std::min(1, m.fc.rows)), c.hidden_size, {1});
   } catch (const Error& e) {
     return e.what();
   }
-  return "";
-}
-
-std::string mib(uint64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / double(1 << 20));
-  return text;
+  return column_blocks_refusal(m.fc, c.hidden_size);
 }
 
 // Bytes in device memory (device_matrix_bytes: GGUF blocks as their affine rewrite), which the
@@ -301,8 +287,12 @@ DeviceLayer upload_layer(Uploader& up, const ModelConfig& c, const LayerWeights&
 
 DeviceMtp upload_mtp(Uploader& up, const ModelConfig& c, const MtpWeights& m) {
   DeviceMtp d;
-  d.fc_embedding = up.matrix(gather_column_blocks(m.fc, c.hidden_size, {0}).view);
-  d.fc_hidden = up.matrix(gather_column_blocks(m.fc, c.hidden_size, {1}).view);
+  // GGUF blocks rewritten once for both halves (gather_column_blocks would rewrite per call).
+  const OwnedMatrix rewritten =
+      m.fc.format == WeightFormat::kGguf ? gguf_to_affine(m.fc) : OwnedMatrix{};
+  const WeightMatrix& fc = m.fc.format == WeightFormat::kGguf ? rewritten.view : m.fc;
+  d.fc_embedding = up.matrix(gather_column_blocks(fc, c.hidden_size, {0}).view);
+  d.fc_hidden = up.matrix(gather_column_blocks(fc, c.hidden_size, {1}).view);
   d.embedding_norm = up.floats(m.embedding_norm);
   d.hidden_norm = up.floats(m.hidden_norm);
   d.final_norm = up.floats(m.final_norm);
@@ -321,8 +311,9 @@ DeviceWeights upload_weights(Context& context, const ModelConfig& c, const Model
   const uint64_t need = total_bytes(weights, with_mtp);
   const uint64_t have = usable_device_memory(context.device_info());
   if (need > have)
-    throw Error("--device vulkan: the weights take " + mib(need) + " on " +
-                context.device_info().name + ", which has " + mib(have) + " of device memory" +
+    throw Error("--device vulkan: the weights take " + human_bytes(need) + " on " +
+                context.device_info().name + ", which has " + human_bytes(have) +
+                " of device memory" +
                 (std::getenv("QMLX_VULKAN_MEMORY_MB") ? " (QMLX_VULKAN_MEMORY_MB)" : "") +
                 "; a smaller quantization fits, or --device cpu");
   Uploader up(context, progress, need);

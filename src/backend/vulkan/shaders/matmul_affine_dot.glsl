@@ -3,7 +3,7 @@
 // expert's row is bit-identical to the plain matmul of that expert's matrix.
 //
 // sum_k W[row][k] * x[k] for MLX affine-quantized weights (kernels/weight_matrix.h) of 2 to 8
-// bits, and GGUF blocks rewritten in that form (gguf_transcode.h): a row is an LSB-first stream
+// bits, and GGUF blocks rewritten in that form (kernels/gguf_affine.h): a row is an LSB-first stream
 // of BITS-bit codes q packed in uint32 words, and W[row][k] = scale[g] * q + bias[g] with
 // g = k / GROUP_SIZE, computed as one fma exactly as the CPU dequantizes. One workgroup
 // computes one output: its 64 invocations take one step of LANE_CODES columns each in turn (a
