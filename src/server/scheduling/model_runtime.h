@@ -21,6 +21,7 @@
 #include "image/vision_preprocess.h"
 #include "model/sequence_image.h"
 #include "server/common/generation_request.h"
+#include "server/scheduling/batch_memory.h"
 #include "text/output/output_format.h"
 #include "text/tokenizer/tokenizer.h"
 
@@ -140,11 +141,9 @@ struct ModelRuntime {
   // start (for the start-up line: how long a cold prompt will take); optional.
   std::function<double(int64_t depth)> prefill_rate;
   int64_t context_length = 0;
-  // On a device: the device memory the sequences' states may take (what qmlx plans with, less
-  // the weights and a reserve for the forward pass's scratch), which caps the batch memory
-  // budget, and what it is made of, for the start-up line and 503s. 0 on the CPU.
-  uint64_t device_state_memory = 0;
-  std::string device_memory_note;
+  // On a device: the device memory the sequences' states may take, which caps the batch memory
+  // budget (batch_memory.h); bytes 0 on the CPU.
+  DeviceStateMemory device_state_memory;
   // What the prefix cache keys its store with (engine/model_identity.h) and the shape of the
   // sessions' state; empty identity: this runtime cannot be cached.
   std::string identity;

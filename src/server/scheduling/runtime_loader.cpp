@@ -315,10 +315,8 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
   runtime->architecture = model->config().model_type;
   runtime->backend = model->backend_description();
   if (const DeviceForward* device = model->device()) {
-    const DeviceStateMemory left =
+    runtime->device_state_memory =
         device_state_memory(device->memory_bytes(), device->weight_bytes(), options.device);
-    runtime->device_state_memory = left.bytes;
-    runtime->device_memory_note = left.note;
   }
   runtime->description = describe_layers(model->config());
   runtime->context_length = context_length_of(model_dir);
