@@ -147,6 +147,18 @@ class Server:
         self.log.close()
 
 
+def expect_hit(server, messages, cold_reply, tier, what):
+    """Sends `messages`; the reply must be `cold_reply` and restored from `tier`. Returns the
+    cached tokens."""
+    text, cached = server.chat(messages)
+    line = server.last_log_line()
+    if text != cold_reply:
+        fail("%s differs from cold: %r vs %r" % (what, text, cold_reply))
+    if cached <= 0 or log_field(line, "tier") != tier:
+        fail("%s did not hit the %s tier: %s" % (what, tier, line))
+    return cached
+
+
 def log_field(line, name):
     m = re.search(r"\b%s=([^ ]+)" % name, line)
     if not m:
@@ -249,12 +261,7 @@ warm.stop()
 
 # 3. Restarted on its disk.
 again = Server("restarted", warm_cache)
-text, cached = again.chat(chat_messages(IMAGE_A, 2, cold1))
-line = again.last_log_line()
-if text != cold2:
-    fail("restarted turn 2 differs from cold: %r vs %r" % (text, cold2))
-if cached <= 0 or log_field(line, "tier") != "disk":
-    fail("restarted turn 2 did not hit the disk: " + line)
+cached = expect_hit(again, chat_messages(IMAGE_A, 2, cold1), cold2, "disk", "restarted turn 2")
 again.stop()
 print("ok restarted: turn 2 HIT %d tokens from disk, cold reply" % cached)
 
@@ -269,6 +276,7 @@ if "spec_accept=" not in line:
 spec.stop()
 print("ok MTP drafting after an image: plain decoding's tokens and logits (%s)" %
       log_field(line, "spec_accept"))
+
 # 6. The shared tier: another server with an empty disk restores the image conversation.
 if shutil.which("redis-server") and shutil.which("redis-cli"):
     cluster = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shared",
@@ -286,12 +294,8 @@ if shutil.which("redis-server") and shutil.which("redis-cli"):
             fail("shared A turn 1 differs from cold: %r vs %r" % (text, cold1))
         a.stop()  # its checkpoints are written and published before it exits
         b = Server("shared-b", shared_cache("b"))
-        text, cached = b.chat(chat_messages(IMAGE_A, 2, cold1))
-        line = b.last_log_line()
-        if text != cold2:
-            fail("turn 2 from the shared tier differs from cold: %r vs %r" % (text, cold2))
-        if cached <= 0 or log_field(line, "tier") != "shared":
-            fail("turn 2 on B did not hit the shared tier: " + line)
+        cached = expect_hit(b, chat_messages(IMAGE_A, 2, cold1), cold2, "shared",
+                            "turn 2 on B from the shared tier")
         text, cached_b = b.chat(chat_messages(IMAGE_B, 2, cold1))
         line = b.last_log_line()
         if text != cold2b:
