@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 
+#include "backend/vulkan/transfer_counts.h"
 #include "kernels/kv_row.h"
 #include "model/row_kind.h"
 
@@ -45,6 +46,10 @@ class DeviceForward {
   // pass's scratch.
   virtual size_t weight_bytes() const = 0;
   virtual uint64_t memory_bytes() const = 0;
+
+  // Submissions, dispatches and transfers since the device was opened (the tests' bound on a
+  // forward step's work).
+  virtual vulkan::TransferCounts counts() const = 0;
 
   virtual std::shared_ptr<DeviceSequence> new_sequence(KvType kv_type) const = 0;
   // A copy of `sequence` in new device memory (its rows [0, rows) and recurrent state).

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 
 #include "backend/vulkan/device_probe.h"
@@ -324,6 +325,72 @@ TEST_P(VulkanForwardTest, StateCopiedThroughTheHostContinuesIdentically) {
   EXPECT_EQ(state_bytes(original), state_bytes(cloned));
 }
 
+// What one forward call of a warm device did: one submission (ids and positions ride in it,
+// and the logits come back in it), one read-back per logits row asked for, no staging buffer
+// allocated, and a bounded number of dispatches: per layer a fixed set over the whole batch
+// plus a few per sequence (its K/V store, attention, conv and delta rule, with the copies of
+// its rows). A dispatch per head, per row or per expert would break the bound.
+struct StepWork {
+  vulkan::TransferCounts before, after;
+  uint64_t submissions() const { return after.submissions - before.submissions; }
+  uint64_t dispatches() const { return after.dispatches - before.dispatches; }
+  uint64_t writes() const { return after.host_writes - before.host_writes; }
+  uint64_t reads() const { return after.host_reads - before.host_reads; }
+  uint64_t allocations() const { return after.staging_allocations - before.staging_allocations; }
+};
+
+uint64_t dispatch_bound(const ModelConfig& c, int sequences) {
+  constexpr uint64_t kPerLayer = 26, kPerSequenceLayer = 6, kOutside = 4;
+  return uint64_t(c.num_layers) * (kPerLayer + kPerSequenceLayer * uint64_t(sequences)) + kOutside;
+}
+
+void expect_one_submission_per_step(const Model& model, KvType kv) {
+  const int V = model.config().vocab_size;
+  std::vector<ModelState> states;
+  std::vector<std::vector<float>> logits(3, std::vector<float>(size_t(V)));
+  for (int i = 0; i < 3; ++i) {
+    states.push_back(model.new_state(kv));
+    const std::vector<int32_t> prompt(size_t(10 + i), int32_t(5 + i));
+    model.forward(prompt, states.back(), logits[size_t(i)].data());
+  }
+  const std::vector<int32_t> next = {7, 8, 9};
+  auto step = [&](int sequences) {
+    std::vector<BatchSegment> segments(static_cast<size_t>(sequences));
+    for (int i = 0; i < sequences; ++i) {
+      segments[size_t(i)].tokens = std::span(next).subspan(size_t(i), 1);
+      segments[size_t(i)].state = &states[size_t(i)];
+      segments[size_t(i)].kind = RowKind::kGenerated;
+      segments[size_t(i)].logits = logits[size_t(i)].data();
+    }
+    StepWork work;
+    work.before = model.device()->counts();
+    model.forward_batch(segments);
+    work.after = model.device()->counts();
+    return work;
+  };
+  step(3);  // warms the scratch buffers and the staging pool for three rows
+  for (int sequences : {1, 3}) {
+    const StepWork w = step(sequences);
+    const std::string what = std::to_string(sequences) + " sequences";
+    EXPECT_EQ(w.submissions(), 1u) << what;
+    EXPECT_EQ(w.reads(), uint64_t(sequences)) << what;
+    EXPECT_EQ(w.writes(), 2u) << what << " (ids, positions)";
+    EXPECT_EQ(w.allocations(), 0u) << what;
+    EXPECT_LE(w.dispatches(), dispatch_bound(model.config(), sequences)) << what;
+    EXPECT_GE(w.dispatches(), uint64_t(model.config().num_layers)) << what;
+    std::printf("[ decode step ] %s: %llu dispatches in %llu submission(s), %llu read-backs\n",
+                what.c_str(), static_cast<unsigned long long>(w.dispatches()),
+                static_cast<unsigned long long>(w.submissions()),
+                static_cast<unsigned long long>(w.reads()));
+  }
+}
+
+// One decode step is one submission with its read-backs in it (on lavapipe, where the host
+// shares the device's memory: the in-place path).
+TEST_P(VulkanForwardTest, ADecodeStepIsOneSubmission) {
+  expect_one_submission_per_step(*gpu_, GetParam().kv);
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, VulkanForwardTest, ::testing::ValuesIn(kVariants),
                          [](const auto& info) { return info.param.name; });
 
@@ -497,6 +564,56 @@ TEST(VulkanForwardMixTest, ImagesAreRefusedBeforeTheStateChanges) {
   state.rope_delta = -1;
   EXPECT_THROW(gpu->forward(std::span(tokens).first(1), state, logits.data()), Error);
   EXPECT_EQ(state.position, 0);
+  std::filesystem::remove_all(dir);
+  expect_no_validation_findings();
+}
+
+// Adds `feature` to $QMLX_VULKAN_MASK_FEATURES (backend/vulkan/context.h) while it lives.
+class ScopedFeatureMask {
+ public:
+  explicit ScopedFeatureMask(const std::string& feature) {
+    const char* previous = std::getenv("QMLX_VULKAN_MASK_FEATURES");
+    if (previous) previous_ = previous;
+    const std::string masked = previous_ ? *previous_ + "," + feature : feature;
+    setenv("QMLX_VULKAN_MASK_FEATURES", masked.c_str(), 1);
+  }
+  ~ScopedFeatureMask() {
+    if (previous_)
+      setenv("QMLX_VULKAN_MASK_FEATURES", previous_->c_str(), 1);
+    else
+      unsetenv("QMLX_VULKAN_MASK_FEATURES");
+  }
+  ScopedFeatureMask(const ScopedFeatureMask&) = delete;
+  ScopedFeatureMask& operator=(const ScopedFeatureMask&) = delete;
+
+ private:
+  std::optional<std::string> previous_;
+};
+
+// The same bound where the device's memory is not the host's (a discrete GPU): inputs and
+// read-backs go through staging buffers, recorded into the step's one submission, and reused.
+TEST(VulkanForwardMixTest, ADecodeStepThroughStagingIsOneSubmission) {
+  const std::string skip = vulkan_skip_reason();
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  const std::string dir = testing::make_temp_dir("vulkan_staging");
+  modelgen::ModelOptions o;
+  o.arch = Arch::kQwen35Moe;
+  o.shape = modelgen::default_shape(o.arch);
+  modelgen::write_random_model(o, dir + "/m");
+  std::shared_ptr<const Model> staged;
+  {
+    const ScopedFeatureMask mask("unified-memory");
+    staged = load_on_device(dir + "/m");
+  }
+  expect_one_submission_per_step(*staged, KvType::kBF16);
+  // And the staged path computes what the in-place one does.
+  auto in_place = load_on_device(dir + "/m");
+  const std::vector<int32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6};
+  std::vector<float> a(size_t(staged->config().vocab_size)), b(a.size());
+  ModelState sa = staged->new_state(KvType::kBF16), sb = in_place->new_state(KvType::kBF16);
+  staged->forward(prompt, sa, a.data());
+  in_place->forward(prompt, sb, b.data());
+  EXPECT_TRUE(same_bits(a, b));
   std::filesystem::remove_all(dir);
   expect_no_validation_findings();
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "base/error.h"
@@ -50,7 +51,9 @@ CommandRecorder::CommandRecorder(Context& context) : context_(context), fn_(cont
 }
 
 CommandRecorder::~CommandRecorder() {
-  if (!handed_over_) release();
+  if (handed_over_) return;
+  release();
+  for (Buffer& b : staging_) context_.return_staging(std::move(b));
 }
 
 void CommandRecorder::release() {
@@ -182,6 +185,57 @@ void CommandRecorder::copy(const Buffer& src, size_t src_offset, const Buffer& d
   fn_.vkCmdCopyBuffer(commands_, src.handle(), dst.handle(), 1, &region);
 }
 
+std::pair<const Buffer*, size_t> CommandRecorder::stage(size_t bytes) {
+  bytes = (bytes + 15) & ~size_t(15);  // keeps every slice 16-byte aligned
+  if (staging_.empty() || staging_.back().size() - staging_used_ < bytes) {
+    staging_.push_back(context_.take_staging(bytes));
+    staging_used_ = 0;
+  }
+  const size_t offset = staging_used_;
+  staging_used_ += bytes;
+  return {&staging_.back(), offset};
+}
+
+void CommandRecorder::upload(const Buffer& dst, size_t offset, const void* src, size_t bytes) {
+  check_recording();
+  if (offset > dst.size() || bytes > dst.size() - offset)
+    throw Error("internal: Vulkan upload past the end of a buffer");
+  if (bytes == 0) return;
+  ++context_.mutable_counts().host_writes;
+  if (dst.mapped() != nullptr) {
+    std::memcpy(dst.mapped() + offset, src, bytes);
+    return;
+  }
+  const auto [staging, at] = stage(bytes);
+  std::memcpy(staging->mapped() + at, src, bytes);
+  copy(*staging, at, dst, offset, bytes);
+}
+
+void CommandRecorder::download(const Buffer& src, size_t offset, void* dst, size_t bytes) {
+  check_recording();
+  if (offset > src.size() || bytes > src.size() - offset)
+    throw Error("internal: Vulkan download past the end of a buffer");
+  if (bytes == 0) return;
+  ++context_.mutable_counts().host_reads;
+  if (src.mapped() != nullptr) {
+    read_backs_.push_back({src.mapped() + offset, dst, bytes});
+    return;
+  }
+  const auto [staging, at] = stage(bytes);
+  copy(src, offset, *staging, at, bytes);
+  read_backs_.push_back({staging->mapped() + at, dst, bytes});
+}
+
+void CommandRecorder::fill_zero(const Buffer& dst, size_t offset, size_t bytes) {
+  check_recording();
+  if (offset % 4 != 0 || bytes % 4 != 0 || offset > dst.size() || bytes > dst.size() - offset)
+    throw Error("internal: Vulkan fill outside its buffer or unaligned");
+  if (bytes == 0) return;
+  const Range write{dst.handle(), offset, offset + bytes};
+  order({}, {&write, 1});
+  fn_.vkCmdFillBuffer(commands_, dst.handle(), offset, bytes, 0);
+}
+
 bool device_loss_simulated() {
   const char* file = std::getenv("QMLX_VULKAN_LOSE_DEVICE_FILE");
   return file != nullptr && *file != '\0' && std::filesystem::exists(file);
@@ -207,15 +261,22 @@ void CommandRecorder::submit_and_wait() {
     throw DeviceUnavailable("Vulkan: device lost on " + name + " while submitting work");
   }
   check(result, "vkQueueSubmit");
+  TransferCounts& counts = context_.mutable_counts();
+  ++counts.submissions;
+  counts.dispatches += dispatches_;
   const auto timeout = context_.fence_timeout();
   result = fn_.vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE,
                                uint64_t(timeout.count()) * 1'000'000ull);
-  if (result == VK_SUCCESS) return;
+  if (result == VK_SUCCESS) {
+    for (const ReadBack& r : read_backs_) std::memcpy(r.to, r.from, r.bytes);
+    return;
+  }
   std::string why = result == VK_TIMEOUT
                         ? "work did not finish within " + std::to_string(timeout.count()) + " ms"
                         : std::string("device lost (") + result_name(result) + ")";
   // The command buffer may still run: its pools and fence go to the context, freed once it ends.
-  context_.mark_lost(why, {fence_, command_pool_, std::move(descriptor_pools_)});
+  context_.mark_lost(why,
+                     {fence_, command_pool_, std::move(descriptor_pools_), std::move(staging_)});
   handed_over_ = true;
   throw DeviceUnavailable("Vulkan: " + why + " on " + name + " (" + std::to_string(dispatches_) +
                           " dispatches); the device context is unusable");

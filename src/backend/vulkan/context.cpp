@@ -18,6 +18,10 @@ namespace {
 
 // Staging copies move at most this much per submission, bounding the host memory they take.
 constexpr size_t kStagingChunk = size_t(64) << 20;
+// Staging buffers are made at least this large (so small transfers share sizes and get
+// reused), and at most this many are kept for reuse.
+constexpr size_t kMinStaging = size_t(64) << 10;
+constexpr size_t kKeptStaging = 8;
 // How long closing a context waits for work that timed out before giving up on the device.
 constexpr uint64_t kCloseWaitNs = 5'000'000'000ull;
 
@@ -69,8 +73,7 @@ std::unique_ptr<Context> Context::create(const ContextOptions& options) {
     extensions.push_back("VK_KHR_portability_subset");
   // float64 serves only the exact-fma kernel variants (fma_mode.h).
   VkPhysicalDeviceFeatures features{};
-  features.shaderFloat64 =
-      self->info_.features.shader_float64 && !feature_masked("float64");
+  features.shaderFloat64 = self->info_.features.shader_float64 && !feature_masked("float64");
   self->float64_ = features.shaderFloat64;
   VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   info.pEnabledFeatures = &features;
@@ -86,7 +89,8 @@ std::unique_ptr<Context> Context::create(const ContextOptions& options) {
   instance.fn().vkGetPhysicalDeviceMemoryProperties(self->physical_, &self->memory_);
   // A discrete GPU's host-visible device memory (resizable BAR) is slow for the host to read,
   // so only devices that share the host's memory skip the staging copies.
-  self->unified_ = !options.force_staging && self->info_.type != DeviceType::kDiscrete &&
+  self->unified_ = !options.force_staging && !feature_masked("unified-memory") &&
+                   self->info_.type != DeviceType::kDiscrete &&
                    has_type(self->memory_, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | kHostCoherent);
 
   std::string cache_path;
@@ -112,6 +116,7 @@ Context::~Context() {
     new std::shared_ptr<Instance>(std::move(instance_));
     return;
   }
+  free_staging_.clear();
   pipelines_.reset();
   fn_.vkDestroyDevice(device_, nullptr);
 }
@@ -126,7 +131,7 @@ void Context::release_pending() {
       fn_.vkDestroyDescriptorPool(device_, pool, nullptr);
     fn_.vkDestroyCommandPool(device_, it->command_pool, nullptr);
     fn_.vkDestroyFence(device_, it->fence, nullptr);
-    it = pending_.erase(it);
+    it = pending_.erase(it);  // its staging buffers with it
   }
 }
 
@@ -218,13 +223,13 @@ void Context::upload(const Buffer& dst, size_t offset, const void* src, size_t b
   if (offset > dst.size() || bytes > dst.size() - offset)
     throw Error("internal: Vulkan upload past the end of a buffer");
   if (bytes == 0) return;
+  ++counts_.host_writes;
   // No submission is ever left running, so the device is not reading this memory now.
   if (dst.mapped() != nullptr) {
     std::memcpy(dst.mapped() + offset, src, bytes);
     return;
   }
-  Buffer staging = allocate(std::min(bytes, kStagingChunk), VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
-                            /*host_visible=*/true);
+  Buffer staging = take_staging(std::min(bytes, kStagingChunk));
   for (size_t done = 0; done < bytes; done += kStagingChunk) {
     const size_t n = std::min(kStagingChunk, bytes - done);
     std::memcpy(staging.mapped(), static_cast<const uint8_t*>(src) + done, n);
@@ -232,6 +237,7 @@ void Context::upload(const Buffer& dst, size_t offset, const void* src, size_t b
     recorder.copy(staging, 0, dst, offset + done, n);
     recorder.submit_and_wait();
   }
+  return_staging(std::move(staging));
 }
 
 void Context::download(const Buffer& src, size_t offset, void* dst, size_t bytes) {
@@ -239,12 +245,12 @@ void Context::download(const Buffer& src, size_t offset, void* dst, size_t bytes
   if (offset > src.size() || bytes > src.size() - offset)
     throw Error("internal: Vulkan download past the end of a buffer");
   if (bytes == 0) return;
+  ++counts_.host_reads;
   if (src.mapped() != nullptr) {
     std::memcpy(dst, src.mapped() + offset, bytes);
     return;
   }
-  Buffer staging = allocate(std::min(bytes, kStagingChunk), VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                            /*host_visible=*/true);
+  Buffer staging = take_staging(std::min(bytes, kStagingChunk));
   for (size_t done = 0; done < bytes; done += kStagingChunk) {
     const size_t n = std::min(kStagingChunk, bytes - done);
     CommandRecorder recorder(*this);
@@ -252,6 +258,31 @@ void Context::download(const Buffer& src, size_t offset, void* dst, size_t bytes
     recorder.submit_and_wait();
     std::memcpy(static_cast<uint8_t*>(dst) + done, staging.mapped(), n);
   }
+  return_staging(std::move(staging));
+}
+
+Buffer Context::take_staging(size_t bytes) {
+  // The smallest kept buffer that is large enough.
+  auto fits = std::find_if(free_staging_.begin(), free_staging_.end(),
+                           [&](const Buffer& b) { return b.size() >= bytes; });
+  if (fits != free_staging_.end()) {
+    Buffer b = std::move(*fits);
+    free_staging_.erase(fits);
+    return b;
+  }
+  ++counts_.staging_allocations;
+  return allocate(std::max(bytes, kMinStaging),
+                  VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                  /*host_visible=*/true);
+}
+
+void Context::return_staging(Buffer buffer) {
+  if (!buffer) return;
+  auto at = std::lower_bound(free_staging_.begin(), free_staging_.end(), buffer.size(),
+                             [](const Buffer& b, size_t size) { return b.size() < size; });
+  free_staging_.insert(at, std::move(buffer));
+  // Too many kept: the smallest go first (a large transfer is the costly one to repeat).
+  if (free_staging_.size() > kKeptStaging) free_staging_.erase(free_staging_.begin());
 }
 
 }  // namespace qmlx::vulkan

@@ -24,12 +24,14 @@
 #include "backend/vulkan/fma_mode.h"
 #include "backend/vulkan/instance.h"
 #include "backend/vulkan/pipelines.h"
+#include "backend/vulkan/transfer_counts.h"
 
 namespace qmlx::vulkan {
 
 // True when $QMLX_VULKAN_MASK_FEATURES (a comma-separated list) names `feature`: the context
 // then acts as on a device without it, so the fallback paths run on a device that has it
-// (tests, CI). Known: "float64" (fma_mode.h: without it an unfused fma stays unfused).
+// (tests, CI). Known: "float64" (fma_mode.h: without it an unfused fma stays unfused) and
+// "unified-memory" (buffers device-local with staging copies, as on a discrete GPU).
 bool feature_masked(const std::string& feature);
 
 struct ContextOptions {
@@ -48,6 +50,7 @@ struct PendingSubmission {
   VkFence fence = VK_NULL_HANDLE;
   VkCommandPool command_pool = VK_NULL_HANDLE;
   std::vector<VkDescriptorPool> descriptor_pools;
+  std::vector<Buffer> staging;
 };
 
 class Context {
@@ -77,6 +80,15 @@ class Context {
   void upload(const Buffer& dst, size_t offset, const void* src, size_t bytes);
   void download(const Buffer& src, size_t offset, void* dst, size_t bytes);
 
+  // A host-visible staging buffer of at least `bytes`, reused from earlier transfers when one
+  // is free; give it back with return_staging once the work using it has finished.
+  Buffer take_staging(size_t bytes);
+  void return_staging(Buffer buffer);
+
+  const TransferCounts& counts() const { return counts_; }
+  // Kept by CommandRecorder and the transfers above.
+  TransferCounts& mutable_counts() { return counts_; }
+
   // Throws when the context was lost (timeout, lost device).
   void check_usable() const;
   // Records that the device can no longer be trusted; `pending` is kept until it signals.
@@ -104,6 +116,8 @@ class Context {
   std::unique_ptr<Pipelines> pipelines_;
   std::string lost_;  // why the context is unusable; empty while it is fine
   std::vector<PendingSubmission> pending_;
+  std::vector<Buffer> free_staging_;  // kept for reuse, largest last
+  TransferCounts counts_;
 };
 
 }  // namespace qmlx::vulkan

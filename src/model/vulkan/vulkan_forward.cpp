@@ -83,14 +83,21 @@ class VulkanForward final : public DeviceForward {
   size_t weight_bytes() const override { return w_.bytes; }
   uint64_t memory_bytes() const override { return usable_device_memory(context_->device_info()); }
 
+  TransferCounts counts() const override {
+    std::lock_guard lock(mutex_);
+    return context_->counts();
+  }
+
   std::shared_ptr<DeviceSequence> new_sequence(KvType kv_type) const override {
     std::lock_guard lock(mutex_);
     std::shared_ptr<VulkanSequence> s = allocate_sequence(kv_type);
-    const std::vector<uint8_t> zeros(std::max(conv_bytes(), ssm_bytes()), 0);
+    if (s->recurrent.empty()) return s;
+    CommandRecorder recorder(*context_);
     for (VulkanSequence::Recurrent& state : s->recurrent) {
-      context_->upload(state.conv, 0, zeros.data(), conv_bytes());
-      context_->upload(state.ssm, 0, zeros.data(), ssm_bytes());
+      recorder.fill_zero(state.conv, 0, conv_bytes());
+      recorder.fill_zero(state.ssm, 0, ssm_bytes());
     }
+    recorder.submit_and_wait();
     return s;
   }
 
@@ -496,8 +503,8 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
   }
   prepare_scratch(T, std::max(head_rows, 1), scores_bytes, max_count);
   cover_positions(max_position);
-  ctx.upload(s_.ids, 0, ids.data(), ids.size() * 4);
-  ctx.upload(s_.positions, 0, positions.data(), positions.size() * 4);
+  rec.upload(s_.ids, 0, ids.data(), ids.size() * 4);
+  rec.upload(s_.positions, 0, positions.data(), positions.size() * 4);
 
   record_embedding(rec, w_.embed, s_.ids, T, s_.h);
   size_t attention_slot = 0, delta_slot = 0;
@@ -519,14 +526,17 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
   }
   if (!head_out.empty())
     record_matmul(rec, w_.lm_head(), s_.head_in, int(head_out.size()), s_.logits);
+  // The read-backs ride in the same submission: one wait for the whole step.
+  for (size_t r = 0; r < head_out.size(); ++r)
+    rec.download(s_.logits, r * size_t(V) * 4, head_out[r], size_t(V) * 4);
+  for (const Span& sp : spans)
+    if (sp.segment->final_hidden)
+      rec.download(s_.normed, size_t(sp.first) * row, sp.segment->final_hidden,
+                   size_t(sp.count) * row);
   rec.submit_and_wait();
 
-  for (size_t r = 0; r < head_out.size(); ++r)
-    ctx.download(s_.logits, r * size_t(V) * 4, head_out[r], size_t(V) * 4);
   for (const Span& sp : spans) {
     const BatchSegment& seg = *sp.segment;
-    if (seg.final_hidden)
-      ctx.download(s_.normed, size_t(sp.first) * row, seg.final_hidden, size_t(sp.count) * row);
     if (seg.all_logits && seg.logits)
       std::copy_n(seg.all_logits + size_t(sp.count - 1) * V, V, seg.logits);
   }
@@ -565,9 +575,9 @@ void VulkanForward::mtp_forward(std::span<const float> hidden, std::span<const i
   ensure(ctx, s_.mtp_hidden, size_t(T) * row);
   ensure(ctx, s_.mtp_fc, size_t(T) * row);
   cover_positions(state.position + T);
-  ctx.upload(s_.ids, 0, next_tokens.data(), size_t(T) * 4);
-  ctx.upload(s_.positions, 0, positions.data(), size_t(T) * 4);
-  ctx.upload(s_.mtp_hidden, 0, hidden.data(), size_t(T) * row);
+  rec.upload(s_.ids, 0, next_tokens.data(), size_t(T) * 4);
+  rec.upload(s_.positions, 0, positions.data(), size_t(T) * 4);
+  rec.upload(s_.mtp_hidden, 0, hidden.data(), size_t(T) * row);
 
   record_embedding(rec, w_.embed, s_.ids, T, s_.h);
   record_rms_norm(rec, s_.h, m.embedding_norm, s_.normed, T, H, c_.rms_norm_eps, false);
@@ -579,9 +589,9 @@ void VulkanForward::mtp_forward(std::span<const float> hidden, std::span<const i
   record_rms_norm(rec, s_.h, m.final_norm, s_.normed, T, H, c_.rms_norm_eps, false);
   rec.copy(s_.normed, size_t(T - 1) * row, s_.head_in, 0, row);
   record_matmul(rec, w_.lm_head(), s_.head_in, 1, s_.logits);
+  rec.download(s_.logits, 0, last_logits, size_t(V) * 4);
+  if (last_hidden) rec.download(s_.head_in, 0, last_hidden, row);
   rec.submit_and_wait();
-  ctx.download(s_.logits, 0, last_logits, size_t(V) * 4);
-  if (last_hidden) ctx.download(s_.head_in, 0, last_hidden, row);
 }
 
 }  // namespace
