@@ -19,6 +19,7 @@
 #include "backend/vulkan/transfer_counts.h"
 #include "kernels/kv_row.h"
 #include "model/row_kind.h"
+#include "model/sequence_image.h"
 
 namespace qmlx {
 
@@ -57,7 +58,9 @@ class DeviceForward {
                                                          int64_t rows) const = 0;
 
   // Model::forward_batch's work for segments already checked (tokens, states), in row order:
-  // prompt segments first. Advances no positions (the Model does).
+  // prompt segments first, images and M-RoPE included (image rows take the images' embeddings,
+  // model/image_rows.h). Advances no positions (the Model does); sets each state's rope_delta
+  // to the one after its rows. Throws before any state changes on an image without embeddings.
   virtual void forward(std::span<const BatchSegment* const> segments) const = 0;
 
   // Copies between a sequence's device state and the host, in ModelState's host layouts:
@@ -73,13 +76,14 @@ class DeviceForward {
 
   // The MTP head on the device (model/mtp_head.cpp): whether it is there, why not when the
   // model has one (empty otherwise), a new sequence of the head's one attention layer, and
-  // Model::mtp_forward's work for arguments already checked (no images). Advances no position.
+  // Model::mtp_forward's work for arguments already checked. Advances no position; sets the
+  // state's rope_delta as forward does.
   virtual bool has_mtp() const = 0;
   virtual std::string mtp_unavailable_reason() const = 0;
   virtual std::shared_ptr<DeviceSequence> new_mtp_sequence(KvType kv_type) const = 0;
   virtual void mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
-                           ModelState& state, float* last_logits, RowKind rows,
-                           float* last_hidden) const = 0;
+                           ModelState& state, float* last_logits, RowKind rows, float* last_hidden,
+                           std::span<const SequenceImage> images) const = 0;
 };
 
 // The forward pass on `device` ("vulkan" or "vulkan:N", backend/vulkan/device_selection.h),

@@ -44,6 +44,11 @@ struct RaggedRows {
   std::vector<RopeAngles> angles;  // one per row, at its position (attention layers only)
 };
 
+// The RoPE angles of a row at M-RoPE position `p`: plain RoPE at p.t where the three agree
+// (every text row, so text is computed exactly as without images), else M-RoPE over the
+// config's sections. Throws qmlx::Error when they differ and the config has no mrope_section.
+RopeAngles rope_angles_at(const RopePosition& p, const ModelConfig& c);
+
 // Builds the rows of `sequences` (each with count, kind and state set, prompt ones first):
 // first rows, positions (the states' positions), rope_delta_after and, when rotary_dim > 0,
 // RoPE angles at each row's M-RoPE position (model/image_rows.h). Throws qmlx::Error when an

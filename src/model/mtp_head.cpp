@@ -55,11 +55,9 @@ void Model::mtp_forward(std::span<const float> hidden, std::span<const int32_t> 
     throw Error(std::string("mtp_forward: the state lives on ") +
                 (state.device ? "a device" : "the host") + ", the model on " +
                 backend_description());
-  if (device_) {  // the device has no M-RoPE yet (its forward refuses images alike)
-    if (!images.empty() || state.rope_delta != 0)
-      throw Error("images are not supported with --device vulkan yet");
+  if (device_) {
     for (int32_t id : next_tokens) check_token(id);
-    device_->mtp_forward(hidden, next_tokens, state, last_logits, kind, last_hidden);
+    device_->mtp_forward(hidden, next_tokens, state, last_logits, kind, last_hidden, images);
     state.position += T;
     return;
   }

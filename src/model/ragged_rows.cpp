@@ -6,17 +6,14 @@
 #include "model/layers.h"
 
 namespace qmlx {
-namespace {
 
-RopeAngles angles_at(const RopePosition& p, const ModelConfig& c) {
+RopeAngles rope_angles_at(const RopePosition& p, const ModelConfig& c) {
   if (p.t == p.h && p.h == p.w) return rope_angles(p.t, c.rotary_dim, c.rope_theta);
   if (c.mrope_section.empty())
     throw Error("an image row needs M-RoPE, and the model's config has no mrope_section");
   return mrope_angles(p.t, p.h, p.w, c.rotary_dim, c.rope_theta, c.mrope_section,
                       c.mrope_interleaved);
 }
-
-}  // namespace
 
 RaggedRows ragged_rows(std::vector<SequenceRows> sequences, const ModelConfig& c) {
   RaggedRows rows;
@@ -31,7 +28,7 @@ RaggedRows ragged_rows(std::vector<SequenceRows> sequences, const ModelConfig& c
     int64_t delta = s.state->rope_delta;
     for (int t = 0; t < s.count; ++t) {
       const RopePosition p = next_rope_position(s.images, s.position + t, delta);
-      if (c.rotary_dim > 0) rows.angles.push_back(angles_at(p, c));
+      if (c.rotary_dim > 0) rows.angles.push_back(rope_angles_at(p, c));
     }
     s.rope_delta_after = delta;
   }

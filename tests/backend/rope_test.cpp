@@ -80,5 +80,44 @@ TEST_F(RopeTest, LeavesTheUnrotatedDimensionsAlone) {
   }
 }
 
+// Rows with angles of their own (M-RoPE image rows: -1 - j indexes the call's own table) among
+// rows of the position table, each rotated as the CPU rotates it with those angles.
+TEST_F(RopeTest, RowsWithTheirOwnAnglesMatchTheCpu) {
+  const Case c{6, 4, 64, 64, 1e7};
+  const int sections[] = {11, 11, 10};
+  const size_t row = size_t(c.heads) * c.head_dim;
+  const std::vector<float> x = random_floats(size_t(c.rows) * row, 17, -2.f, 2.f);
+  // Rows 1, 2 and 4 are image rows at (t, h, w) positions; the rest text at table positions.
+  const std::vector<int32_t> index = {9, -1, -2, 12, -3, 40};
+  const RopeAngles own[] = {
+      mrope_angles(10, 10, 11, c.rot_dim, c.theta, sections, true),
+      mrope_angles(10, 11, 10, c.rot_dim, c.theta, sections, true),
+      mrope_angles(10, 13, 27, c.rot_dim, c.theta, sections, true),
+  };
+  std::vector<float> own_table, cpu = x;
+  for (const RopeAngles& a : own) {
+    own_table.insert(own_table.end(), a.cos.begin(), a.cos.end());
+    own_table.insert(own_table.end(), a.sin.begin(), a.sin.end());
+  }
+  for (int r = 0; r < c.rows; ++r) {
+    const int32_t i = index[size_t(r)];
+    apply_rope(cpu.data() + size_t(r) * row, c.heads, c.head_dim, c.rot_dim,
+               i >= 0 ? rope_angles(i, c.rot_dim, c.theta) : own[size_t(-1 - i)]);
+  }
+  const RopeTable table = upload_rope_table(context(), 64, c.rot_dim, c.theta);
+  Buffer xb = upload(x), own_b = upload(own_table);
+  Buffer pb = context().create_buffer(index.size() * 4);
+  context().upload(pb, 0, index.data(), index.size() * 4);
+  CommandRecorder recorder(context());
+  record_rope(recorder, xb, pb, table, c.rows, c.heads, c.head_dim, &own_b);
+  recorder.submit_and_wait();
+  const UlpStats s = compare_ulp(download(xb, x.size()), cpu);
+  if (exact_device()) {
+    EXPECT_EQ(s.differing, 0u) << "max " << s.max_ulp << " ulp";
+  } else {
+    EXPECT_LE(s.max_ulp, 4);
+  }
+}
+
 }  // namespace
 }  // namespace qmlx::vulkan::testing

@@ -3,7 +3,8 @@
 // on what shares its batch (bit for bit), and a state copied out to the host and back in (what
 // the cache does on a checkpoint and a restore) continues exactly as the original. Dense Qwen3.5
 // (gated attention + Gated DeltaNet), Qwen3.5-MoE and Qwen3-Next (routed experts chosen on the
-// device, shared expert), Qwen3, float and MLX 4/8-bit weights, every K/V dtype.
+// device, shared expert), Qwen3, float and MLX 4/8-bit weights, every K/V dtype; images with
+// M-RoPE; and the bound on a decode step's submissions, read-backs and dispatches.
 //
 // Against the CPU: the device computes every row with the CPU's generated-row arithmetic, where
 // the CPU computes prompt rows in another summation order, and its exp() is not glibc's; the
@@ -116,6 +117,29 @@ float top_gap(std::vector<float> v) {
   return v[0] - v[1];
 }
 
+// Every K/V row and recurrent state of a device state, read back as the cache reads them.
+std::vector<uint8_t> device_state_bytes(const Model& model, const ModelState& s) {
+  std::vector<uint8_t> out;
+  const size_t bytes = size_t(s.position) * s.kv_row_bytes;
+  std::vector<uint8_t> k(bytes), v(bytes);
+  for (size_t a = 0; a < s.kv.size(); ++a) {
+    model.read_kv_rows(s, int(a), 0, s.position, k.data(), v.data());
+    out.insert(out.end(), k.begin(), k.end());
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  const ModelConfig& c = model.config();
+  std::vector<float> conv(size_t(c.conv_kernel - 1) * c.conv_channels()),
+      ssm(size_t(c.linear_value_heads) * c.linear_value_dim * c.linear_key_dim);
+  for (size_t r = 0; r < s.recurrent.size(); ++r) {
+    model.read_recurrent(s, int(r), conv.data(), ssm.data());
+    const auto* cb = reinterpret_cast<const uint8_t*>(conv.data());
+    const auto* sb = reinterpret_cast<const uint8_t*>(ssm.data());
+    out.insert(out.end(), cb, cb + conv.size() * 4);
+    out.insert(out.end(), sb, sb + ssm.size() * 4);
+  }
+  return out;
+}
+
 class VulkanForwardTest : public ::testing::TestWithParam<Variant> {
  protected:
   static void SetUpTestSuite() {
@@ -160,27 +184,8 @@ class VulkanForwardTest : public ::testing::TestWithParam<Variant> {
   }
   int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
 
-  // Every K/V row and recurrent state of a device state, read back as the cache reads them.
   std::vector<uint8_t> state_bytes(const ModelState& s) const {
-    std::vector<uint8_t> out;
-    const size_t bytes = size_t(s.position) * s.kv_row_bytes;
-    std::vector<uint8_t> k(bytes), v(bytes);
-    for (size_t a = 0; a < s.kv.size(); ++a) {
-      gpu_->read_kv_rows(s, int(a), 0, s.position, k.data(), v.data());
-      out.insert(out.end(), k.begin(), k.end());
-      out.insert(out.end(), v.begin(), v.end());
-    }
-    const ModelConfig& c = gpu_->config();
-    std::vector<float> conv(size_t(c.conv_kernel - 1) * c.conv_channels()),
-        ssm(size_t(c.linear_value_heads) * c.linear_value_dim * c.linear_key_dim);
-    for (size_t r = 0; r < s.recurrent.size(); ++r) {
-      gpu_->read_recurrent(s, int(r), conv.data(), ssm.data());
-      const auto* cb = reinterpret_cast<const uint8_t*>(conv.data());
-      const auto* sb = reinterpret_cast<const uint8_t*>(ssm.data());
-      out.insert(out.end(), cb, cb + conv.size() * 4);
-      out.insert(out.end(), sb, sb + ssm.size() * 4);
-    }
-    return out;
+    return device_state_bytes(*gpu_, s);
   }
 
   static std::string skip_, dir_;
@@ -528,44 +533,170 @@ TEST(VulkanForwardMixTest, StatesDoNotCrossBackends) {
   expect_no_validation_findings();
 }
 
-// Images and M-RoPE do not run on the device yet: a call with images, or a state whose
-// rope_delta an image moved, is refused before the state changes.
-TEST(VulkanForwardMixTest, ImagesAreRefusedBeforeTheStateChanges) {
-  const std::string skip = vulkan_skip_reason();
-  if (!skip.empty()) GTEST_SKIP() << skip;
-  const std::string dir = testing::make_temp_dir("vulkan_images");
-  modelgen::ModelOptions o;
-  o.arch = Arch::kQwen35;
-  o.shape = modelgen::default_shape(o.arch);
-  o.shape.vision = true;
-  modelgen::write_random_model(o, dir + "/m");
-  auto gpu = load_on_device(dir + "/m");
-  const int H = gpu->config().hidden_size;
-  std::vector<float> logits(size_t(gpu->config().vocab_size));
-  const int32_t pad = gpu->image_pad_id();
-  const std::vector<int32_t> tokens = {3, pad, pad, 4};
-  std::vector<SequenceImage> images(1);
-  images[0].first_row = 1;
-  images[0].grid_h = 1;
-  images[0].grid_w = 2;
-  images[0].embeddings = std::make_shared<std::vector<float>>(size_t(2 * H), 0.5f);
-  place_images(images);
-  ModelState state = gpu->new_state(KvType::kF32);
-  ForwardOptions with_images;
-  with_images.images = images;
-  try {
-    gpu->forward(tokens, state, logits.data(), with_images);
-    ADD_FAILURE() << "images ran on the device";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("not supported with --device vulkan"), std::string::npos)
-        << e.what();
+// Images on the device (Qwen3.5 with a tower and an MTP head): a prompt of [5 text | a 2 x 3
+// image | 4 text], the image's rows fed its embeddings at M-RoPE positions and the text after it
+// moved by the state's rope_delta, as model/image_rows.h says. Against the CPU within rounding;
+// bit for bit across splits through the image and whatever shares the batch; the MTP head
+// takes image rows one row on; wrong embeddings are refused before the state changes.
+class VulkanImageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string skip = vulkan_skip_reason();
+    if (!skip.empty()) GTEST_SKIP() << skip;
+    dir_ = testing::make_temp_dir("vulkan_images");
+    modelgen::ModelOptions o;
+    o.arch = Arch::kQwen35;
+    o.shape = modelgen::default_shape(o.arch);
+    o.shape.vision = true;
+    o.shape.mtp = true;
+    o.seed = 11;
+    modelgen::write_random_model(o, dir_ + "/m");
+    cpu_ = Model::load(dir_ + "/m");
+    gpu_ = load_on_device(dir_ + "/m");
+    H_ = gpu_->config().hidden_size;
+    V_ = gpu_->config().vocab_size;
+    const int32_t pad = gpu_->image_pad_id();
+    tokens_ = {10, 20, 30, 40, 50, pad, pad, pad, pad, pad, pad, 60, 70, 80, 90};
+    SequenceImage image;
+    image.first_row = 5;
+    image.grid_h = 2;
+    image.grid_w = 3;
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    auto embeddings = std::make_shared<std::vector<float>>(size_t(image.rows()) * H_);
+    for (float& x : *embeddings) x = normal(rng);
+    image.embeddings = embeddings;
+    images_ = {image};
+    place_images(images_);
   }
+  void TearDown() override {
+    if (dir_.empty()) return;
+    std::filesystem::remove_all(dir_);
+    expect_no_validation_findings();
+  }
+
+  // Feeds tokens_[begin, end) as prompt rows with the image; the logits after the last.
+  std::vector<float> feed(const Model& model, ModelState& state, size_t begin, size_t end,
+                          float* hidden = nullptr) const {
+    std::vector<float> logits(static_cast<size_t>(V_));
+    ForwardOptions o;
+    o.images = images_;
+    o.final_hidden = hidden;
+    model.forward(std::span(tokens_).subspan(begin, end - begin), state, logits.data(), o);
+    return logits;
+  }
+
+  std::string dir_;
+  std::shared_ptr<const Model> cpu_, gpu_;
+  int H_ = 0, V_ = 0;
+  std::vector<int32_t> tokens_;
+  std::vector<SequenceImage> images_;
+};
+
+TEST_F(VulkanImageTest, AnImagePromptMatchesTheCpuWithinRounding) {
+  ModelState on_cpu = cpu_->new_state(KvType::kF32), on_gpu = gpu_->new_state(KvType::kF32);
+  std::vector<float> a = feed(*cpu_, on_cpu, 0, tokens_.size());
+  std::vector<float> b = feed(*gpu_, on_gpu, 0, tokens_.size());
+  EXPECT_EQ(on_gpu.rope_delta, on_cpu.rope_delta);
+  EXPECT_EQ(on_gpu.rope_delta, -3);  // six rows at three positions
+  for (int step = 0; step < 6; ++step) {
+    EXPECT_LT(testing::relative_error(b, a), 2e-4) << "step " << step;
+    int32_t next = argmax(a);
+    const ForwardOptions generated{DeltaRuleForm::kAuto, RowKind::kGenerated};
+    cpu_->forward(std::span(&next, 1), on_cpu, a.data(), generated);
+    gpu_->forward(std::span(&next, 1), on_gpu, b.data(), generated);
+  }
+  // Without the image's rows and positions the logits are not these: the test can fail.
+  ModelState text_only = gpu_->new_state(KvType::kF32), imaged = gpu_->new_state(KvType::kF32);
+  std::vector<float> plain(static_cast<size_t>(V_));
+  gpu_->forward(tokens_, text_only, plain.data());
+  EXPECT_FALSE(same_bits(plain, feed(*gpu_, imaged, 0, tokens_.size())));
+}
+
+TEST_F(VulkanImageTest, SplitsThroughTheImageAndBatchesGiveIdenticalBits) {
+  ModelState whole = gpu_->new_state(KvType::kF32);
+  const std::vector<float> expected = feed(*gpu_, whole, 0, tokens_.size());
+  const std::vector<uint8_t> expected_state = device_state_bytes(*gpu_, whole);
+  for (const std::vector<size_t>& cuts : std::vector<std::vector<size_t>>{
+           {3, 7}, {5, 11}, {6, 8, 10}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}}) {
+    ModelState pieces = gpu_->new_state(KvType::kF32);
+    std::vector<float> got;
+    size_t begin = 0;
+    for (size_t cut : cuts) {
+      got = feed(*gpu_, pieces, begin, cut);
+      begin = cut;
+    }
+    got = feed(*gpu_, pieces, begin, tokens_.size());
+    EXPECT_TRUE(same_bits(got, expected)) << cuts.size() << " cuts";
+    EXPECT_EQ(pieces.rope_delta, whole.rope_delta);
+    EXPECT_EQ(device_state_bytes(*gpu_, pieces), expected_state);
+  }
+  // Batched with a text sequence and a generated row of a third: the same bits.
+  ModelState imaged = gpu_->new_state(KvType::kF32), text = gpu_->new_state(KvType::kF32);
+  ModelState decoding = gpu_->new_state(KvType::kF32);
+  std::vector<float> scratch(static_cast<size_t>(V_)), image_logits(static_cast<size_t>(V_)),
+      text_logits(static_cast<size_t>(V_));
+  gpu_->forward(std::span(tokens_).first(4), decoding, scratch.data());
+  const std::vector<int32_t> text_tokens = {7, 8, 9};
+  const int32_t next = 11;
+  std::vector<BatchSegment> segments(3);
+  segments[0].tokens = text_tokens;
+  segments[0].state = &text;
+  segments[0].logits = text_logits.data();
+  segments[1].tokens = tokens_;
+  segments[1].state = &imaged;
+  segments[1].images = images_;
+  segments[1].logits = image_logits.data();
+  segments[2].tokens = std::span(&next, 1);
+  segments[2].state = &decoding;
+  segments[2].kind = RowKind::kGenerated;
+  segments[2].logits = scratch.data();
+  gpu_->forward_batch(segments);
+  EXPECT_TRUE(same_bits(image_logits, expected));
+  EXPECT_EQ(imaged.rope_delta, whole.rope_delta);
+  EXPECT_EQ(device_state_bytes(*gpu_, imaged), expected_state);
+  EXPECT_EQ(text.rope_delta, 0);
+}
+
+TEST_F(VulkanImageTest, TheMtpHeadTakesImageRowsAndMatchesTheCpu) {
+  ASSERT_TRUE(gpu_->has_mtp());
+  const size_t T = tokens_.size() - 1;  // MTP rows pair hidden p with token p + 1
+  std::vector<float> hidden(tokens_.size() * size_t(H_));
+  ModelState main = gpu_->new_state(KvType::kF32);
+  feed(*gpu_, main, 0, tokens_.size(), hidden.data());
+  const std::span<const int32_t> next = std::span(tokens_).subspan(1);
+  const std::span<const float> rows = std::span(hidden).first(T * size_t(H_));
+
+  ModelState on_cpu = cpu_->new_mtp_state(KvType::kF32), once = gpu_->new_mtp_state(KvType::kF32);
+  std::vector<float> expected(static_cast<size_t>(V_)), cpu_logits(static_cast<size_t>(V_));
+  cpu_->mtp_forward(rows, next, on_cpu, cpu_logits.data(), RowKind::kPrompt, nullptr, images_);
+  gpu_->mtp_forward(rows, next, once, expected.data(), RowKind::kPrompt, nullptr, images_);
+  EXPECT_LT(testing::relative_error(expected, cpu_logits), 2e-4);
+  EXPECT_EQ(once.rope_delta, main.rope_delta);
+
+  ModelState pieces = gpu_->new_mtp_state(KvType::kF32);
+  std::vector<float> got(static_cast<size_t>(V_));
+  for (auto [begin, end] : {std::pair<size_t, size_t>{0, 4}, {4, 8}, {8, 10}, {10, T}})
+    gpu_->mtp_forward(std::span(hidden).subspan(begin * H_, (end - begin) * H_),
+                      next.subspan(begin, end - begin), pieces, got.data(), RowKind::kPrompt,
+                      nullptr, images_);
+  EXPECT_TRUE(same_bits(got, expected));
+}
+
+TEST_F(VulkanImageTest, WrongEmbeddingsAreRefusedBeforeTheStateChanges) {
+  std::vector<SequenceImage> wrong = images_;
+  wrong[0].embeddings = std::make_shared<std::vector<float>>(size_t(5 * H_), 0.5f);
+  ModelState state = gpu_->new_state(KvType::kF32);
+  std::vector<float> logits(static_cast<size_t>(V_));
+  ForwardOptions o;
+  o.images = wrong;
+  EXPECT_THROW(gpu_->forward(tokens_, state, logits.data(), o), Error);
   EXPECT_EQ(state.position, 0);
-  state.rope_delta = -1;
-  EXPECT_THROW(gpu->forward(std::span(tokens).first(1), state, logits.data()), Error);
-  EXPECT_EQ(state.position, 0);
-  std::filesystem::remove_all(dir);
-  expect_no_validation_findings();
+  EXPECT_EQ(state.rope_delta, 0);
+  // And the state still works: the right image now gives the expected logits.
+  ModelState fresh = gpu_->new_state(KvType::kF32);
+  EXPECT_TRUE(
+      same_bits(feed(*gpu_, state, 0, tokens_.size()), feed(*gpu_, fresh, 0, tokens_.size())));
 }
 
 // Adds `feature` to $QMLX_VULKAN_MASK_FEATURES (backend/vulkan/context.h) while it lives.

@@ -39,7 +39,8 @@ RopeTable upload_rope_table(Context& context, int64_t positions, int rot_dim, do
 }
 
 void record_rope(CommandRecorder& recorder, const Buffer& x, const Buffer& positions,
-                 const RopeTable& table, int rows, int heads, int head_dim) {
+                 const RopeTable& table, int rows, int heads, int head_dim,
+                 const Buffer* own_angles) {
   if (rows <= 0 || heads <= 0 || table.rot_dim < 2) return;
   if (table.rot_dim > head_dim) throw Error("rope: rot_dim is larger than the head");
   Context& context = recorder.context();
@@ -48,9 +49,12 @@ void record_rope(CommandRecorder& recorder, const Buffer& x, const Buffer& posit
                                                context.device_info().max_workgroup_count[0]);
   if (per_dispatch == 0) throw Error("rope: a row is wider than the device can bind");
   const Pipeline& pipeline =
-      context.pipelines().get({fma_shader(context, "rope"), 3, sizeof(Push), {}});
+      context.pipelines().get({fma_shader(context, "rope"), 4, sizeof(Push), {}});
   const Window angles =
       window(context, table.data, 0, size_t(table.positions) * table.rot_dim * 4, 4, Access::kRead);
+  // Without angles of its own the call binds the table there too (no row reads it).
+  const Window own =
+      own_angles ? window(context, *own_angles, 0, own_angles->size(), 4, Access::kRead) : angles;
   for (size_t r0 = 0; r0 < size_t(rows); r0 += per_dispatch) {
     const size_t count = std::min(per_dispatch, size_t(rows) - r0);
     const Window rows_x =
@@ -58,7 +62,7 @@ void record_rope(CommandRecorder& recorder, const Buffer& x, const Buffer& posit
     const Window rows_pos = window(context, positions, r0 * 4, (r0 + count) * 4, 4, Access::kRead);
     const Push push{uint32_t(heads), uint32_t(head_dim), uint32_t(table.rot_dim / 2), rows_x.base,
                     rows_pos.base};
-    const Binding bindings[] = {rows_x.binding, rows_pos.binding, angles.binding};
+    const Binding bindings[] = {rows_x.binding, rows_pos.binding, angles.binding, own.binding};
     recorder.dispatch(pipeline, bindings, &push, sizeof push, uint32_t(count));
   }
 }

@@ -24,8 +24,11 @@ struct RopeTable {
 RopeTable upload_rope_table(Context& context, int64_t positions, int rot_dim, double theta);
 
 // x: [rows][heads][head_dim] floats, rotated in place; positions: rows int32 values, each
-// below table.positions.
+// below table.positions, or -1 - j for row j of `own_angles` ([j][cos | sin], rot_dim floats
+// per row): angles no position has, as Qwen3.5's M-RoPE gives an image's rows (the host fills
+// them with kernels/rope.h's mrope_angles). Without own_angles every position is a table row.
 void record_rope(CommandRecorder& recorder, const Buffer& x, const Buffer& positions,
-                 const RopeTable& table, int rows, int heads, int head_dim);
+                 const RopeTable& table, int rows, int heads, int head_dim,
+                 const Buffer* own_angles = nullptr);
 
 }  // namespace qmlx::vulkan

@@ -44,6 +44,7 @@
 #include "base/error.h"
 #include "model/model.h"
 #include "model/vulkan/device_weights.h"
+#include "model/vulkan/row_inputs.h"
 #include "model/vulkan/vulkan_sequence.h"
 
 namespace qmlx {
@@ -177,22 +178,23 @@ class VulkanForward final : public DeviceForward {
   }
 
   void mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
-                   ModelState& state, float* last_logits, RowKind rows,
-                   float* last_hidden) const override;
+                   ModelState& state, float* last_logits, RowKind rows, float* last_hidden,
+                   std::span<const SequenceImage> images) const override;
 
  private:
   // Scratch buffers of one call, kept from call to call (grown when a call has more rows).
   struct Scratch {
     Buffer ids, positions, h, normed, delta;
-    Buffer q, gate, k, v, o, scores;          // attention
-    Buffer qkv, conv, z, b, a, delta_out;     // DeltaNet
-    Buffer mlp_gate, mlp_up;                  // MLP (and a MoE block's shared expert)
-    Buffer router, route_ids, route_weights;  // MoE: logits [T][E], choices [T][k]
-    Buffer expert_gate, expert_up, routed;    // MoE: per route [T * k][I or H]
-    Buffer shared, shared_gate;               // MoE: the shared expert's output and gate
-    Buffer head_in, logits;                   // LM head
-    Buffer mtp_hidden, mtp_fc;                // MTP head: its hidden input, fc's second half
-    Buffer seq_a, seq_b, seq_c, seq_pos;      // one sequence's rows, when the batch has more
+    Buffer rope_rows, own_angles, image_rows;  // row_inputs.h, when a call has images or M-RoPE
+    Buffer q, gate, k, v, o, scores;           // attention
+    Buffer qkv, conv, z, b, a, delta_out;      // DeltaNet
+    Buffer mlp_gate, mlp_up;                   // MLP (and a MoE block's shared expert)
+    Buffer router, route_ids, route_weights;   // MoE: logits [T][E], choices [T][k]
+    Buffer expert_gate, expert_up, routed;     // MoE: per route [T * k][I or H]
+    Buffer shared, shared_gate;                // MoE: the shared expert's output and gate
+    Buffer head_in, logits;                    // LM head
+    Buffer mtp_hidden, mtp_fc;                 // MTP head: its hidden input, fc's second half
+    Buffer seq_a, seq_b, seq_c, seq_pos;       // one sequence's rows, when the batch has more
   };
 
   // A sequence with its recurrent buffers allocated (contents undefined) and no K/V rows yet.
@@ -230,6 +232,10 @@ class VulkanForward final : public DeviceForward {
                             const std::vector<Span>& spans, int T) const;
   // The RoPE table grown to cover positions below `end`.
   void cover_positions(int64_t end) const;
+  // A call's row inputs into the scratch buffers: upload before recording anything, then
+  // record_image_rows after the embedding.
+  void upload_row_inputs(CommandRecorder& rec, const RowInputs& in) const;
+  void record_image_rows(CommandRecorder& rec) const;
   void record_moe(CommandRecorder& rec, const DeviceMoe& w, int T) const;
 
   std::shared_ptr<Context> context_;
@@ -240,6 +246,11 @@ class VulkanForward final : public DeviceForward {
   mutable std::mutex mutex_;  // one call records and submits on the context at a time
   mutable Scratch s_;
   mutable RopeTable rope_;
+  // The current call's RoPE index and own angles (null: the positions, the table alone), and
+  // where its image rows wait in s_.image_rows.
+  mutable const Buffer* rope_rows_ = nullptr;
+  mutable const Buffer* own_angles_ = nullptr;
+  mutable std::vector<std::pair<RowInputs::ImageRows, size_t>> image_runs_;
 };
 
 void VulkanForward::prepare_scratch(int T, int head_rows, size_t scores_bytes,
@@ -318,8 +329,8 @@ void VulkanForward::record_attention_layer(CommandRecorder& rec, const DeviceLay
   record_rms_norm(rec, s_.q, w.q_norm, s_.q, T * Nh, D, c_.rms_norm_eps, false);
   record_rms_norm(rec, s_.k, w.k_norm, s_.k, T * Nkv, D, c_.rms_norm_eps, false);
   if (c_.rotary_dim > 0) {
-    record_rope(rec, s_.q, s_.positions, rope_, T, Nh, D);
-    record_rope(rec, s_.k, s_.positions, rope_, T, Nkv, D);
+    record_rope(rec, s_.q, *rope_rows_, rope_, T, Nh, D, own_angles_);
+    record_rope(rec, s_.k, *rope_rows_, rope_, T, Nkv, D, own_angles_);
   }
   const size_t q_row = size_t(Nh) * D * 4;
   const bool alone = spans.size() == 1;
@@ -465,33 +476,66 @@ void VulkanForward::cover_positions(int64_t end) const {
   rope_ = upload_rope_table(*context_, n, c_.rotary_dim, c_.rope_theta);
 }
 
+void VulkanForward::upload_row_inputs(CommandRecorder& rec, const RowInputs& in) const {
+  Context& ctx = *context_;
+  const size_t n = in.ids.size(), row = size_t(c_.hidden_size) * 4;
+  cover_positions(in.table_positions);
+  rec.upload(s_.ids, 0, in.ids.data(), n * 4);
+  rec.upload(s_.positions, 0, in.positions.data(), n * 4);
+  rope_rows_ = &s_.positions;
+  own_angles_ = nullptr;
+  if (!in.plain_rope()) {
+    ensure(ctx, s_.rope_rows, n * 4);
+    rec.upload(s_.rope_rows, 0, in.rope_rows.data(), n * 4);
+    rope_rows_ = &s_.rope_rows;
+  }
+  if (!in.own_angles.empty()) {
+    ensure(ctx, s_.own_angles, in.own_angles.size() * 4);
+    rec.upload(s_.own_angles, 0, in.own_angles.data(), in.own_angles.size() * 4);
+    own_angles_ = &s_.own_angles;
+  }
+  image_runs_.clear();
+  size_t image_bytes = 0;
+  for (const RowInputs::ImageRows& run : in.images) image_bytes += size_t(run.count) * row;
+  if (image_bytes == 0) return;
+  ensure(ctx, s_.image_rows, image_bytes);
+  size_t at = 0;
+  for (const RowInputs::ImageRows& run : in.images) {
+    rec.upload(s_.image_rows, at, run.values, size_t(run.count) * row);
+    image_runs_.emplace_back(run, at);
+    at += size_t(run.count) * row;
+  }
+}
+
+// Image rows take the image's embeddings in place of their token's (image_rows.h).
+void VulkanForward::record_image_rows(CommandRecorder& rec) const {
+  const size_t row = size_t(c_.hidden_size) * 4;
+  for (const auto& [run, at] : image_runs_)
+    rec.copy(s_.image_rows, at, s_.h, size_t(run.first) * row, size_t(run.count) * row);
+}
+
 void VulkanForward::forward(std::span<const BatchSegment* const> segments) const {
-  // The shaders know plain RoPE at the row index only: no M-RoPE, no image rows. Refused before
-  // anything is recorded, so the states are untouched.
-  for (const BatchSegment* seg : segments)
-    if (!seg->images.empty() || seg->state->rope_delta != 0)
-      throw Error("images are not supported with --device vulkan yet");
   std::lock_guard lock(mutex_);
   Context& ctx = *context_;
   const int H = c_.hidden_size, V = c_.vocab_size;
   std::vector<Span> spans;
-  std::vector<int32_t> ids, positions;
+  RowInputs inputs;
+  std::vector<int64_t> deltas;  // each state's rope_delta after its rows
   int T = 0, max_count = 0, head_rows = 0;
-  int64_t max_position = 0;
   size_t scores_bytes = 0;
+  // Everything that can be refused (an image without its embeddings, a position past int32) is,
+  // before anything is recorded: the states stay untouched.
   for (const BatchSegment* seg : segments) {
     Span sp{seg, &sequence(*seg->state), T, int(seg->tokens.size()), seg->state->position};
-    for (int t = 0; t < sp.count; ++t) {
-      ids.push_back(seg->tokens[size_t(t)]);
-      positions.push_back(int32_t(sp.position + t));
-    }
+    if (sp.position + sp.count > INT32_MAX) throw Error("--device vulkan: position beyond 2^31");
+    int64_t delta = seg->state->rope_delta;
+    add_sequence_rows(inputs, seg->tokens, sp.position, sp.position, seg->images, delta, c_);
+    deltas.push_back(delta);
     T += sp.count;
     max_count = std::max(max_count, sp.count);
-    max_position = std::max(max_position, sp.position + sp.count);
     head_rows += seg->all_logits ? sp.count : (seg->logits ? 1 : 0);
     spans.push_back(sp);
   }
-  if (max_position > INT32_MAX) throw Error("--device vulkan: position beyond 2^31");
 
   CommandRecorder rec(ctx);
   std::vector<Buffer> retired;
@@ -502,11 +546,10 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
                               size_t(sp.count) * c_.num_heads * size_t(sp.sequence->capacity) * 4);
   }
   prepare_scratch(T, std::max(head_rows, 1), scores_bytes, max_count);
-  cover_positions(max_position);
-  rec.upload(s_.ids, 0, ids.data(), ids.size() * 4);
-  rec.upload(s_.positions, 0, positions.data(), positions.size() * 4);
+  upload_row_inputs(rec, inputs);
 
   record_embedding(rec, w_.embed, s_.ids, T, s_.h);
+  record_image_rows(rec);
   size_t attention_slot = 0, delta_slot = 0;
   for (const DeviceLayer& layer : w_.layers)
     record_decoder_layer(rec, layer, layer.full_attention ? attention_slot++ : delta_slot++, spans,
@@ -535,6 +578,7 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
                    size_t(sp.count) * row);
   rec.submit_and_wait();
 
+  for (size_t i = 0; i < spans.size(); ++i) spans[i].segment->state->rope_delta = deltas[i];
   for (const Span& sp : spans) {
     const BatchSegment& seg = *sp.segment;
     if (seg.all_logits && seg.logits)
@@ -548,7 +592,7 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
 // layer over its own K/V rows at the main model's positions, then the LM head on the last row.
 void VulkanForward::mtp_forward(std::span<const float> hidden, std::span<const int32_t> next_tokens,
                                 ModelState& state, float* last_logits, RowKind rows,
-                                float* last_hidden) const {
+                                float* last_hidden, std::span<const SequenceImage> images) const {
   if (!w_.mtp) throw Error("internal: the device has no MTP head");
   const DeviceMtp& m = *w_.mtp;
   std::lock_guard lock(mutex_);
@@ -561,8 +605,10 @@ void VulkanForward::mtp_forward(std::span<const float> hidden, std::span<const i
   segment.kind = rows;
   segment.state = &state;
   const std::vector<Span> spans = {Span{&segment, &sequence(state), 0, T, state.position}};
-  std::vector<int32_t> positions(static_cast<size_t>(T));
-  for (int t = 0; t < T; ++t) positions[size_t(t)] = int32_t(state.position + t);
+  // Head row p embeds the token after position p: its image rows are one row on.
+  RowInputs inputs;
+  int64_t delta = state.rope_delta;
+  add_sequence_rows(inputs, next_tokens, state.position, state.position + 1, images, delta, c_);
 
   CommandRecorder rec(ctx);
   std::vector<Buffer> retired;
@@ -574,12 +620,11 @@ void VulkanForward::mtp_forward(std::span<const float> hidden, std::span<const i
   const size_t row = size_t(H) * 4;
   ensure(ctx, s_.mtp_hidden, size_t(T) * row);
   ensure(ctx, s_.mtp_fc, size_t(T) * row);
-  cover_positions(state.position + T);
-  rec.upload(s_.ids, 0, next_tokens.data(), size_t(T) * 4);
-  rec.upload(s_.positions, 0, positions.data(), size_t(T) * 4);
+  upload_row_inputs(rec, inputs);
   rec.upload(s_.mtp_hidden, 0, hidden.data(), size_t(T) * row);
 
   record_embedding(rec, w_.embed, s_.ids, T, s_.h);
+  record_image_rows(rec);
   record_rms_norm(rec, s_.h, m.embedding_norm, s_.normed, T, H, c_.rms_norm_eps, false);
   record_rms_norm(rec, s_.mtp_hidden, m.hidden_norm, s_.delta, T, H, c_.rms_norm_eps, false);
   record_matmul(rec, m.fc_embedding, s_.normed, T, s_.h);
@@ -592,6 +637,7 @@ void VulkanForward::mtp_forward(std::span<const float> hidden, std::span<const i
   rec.download(s_.logits, 0, last_logits, size_t(V) * 4);
   if (last_hidden) rec.download(s_.head_in, 0, last_hidden, row);
   rec.submit_and_wait();
+  state.rope_delta = delta;
 }
 
 }  // namespace

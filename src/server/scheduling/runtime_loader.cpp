@@ -213,10 +213,6 @@ std::string geometry_mismatch(const image::VisionPreprocessConfig& preprocess,
 void set_vision(const Model& model, const std::string& model_dir, const Tokenizer& tokenizer,
                 ModelRuntime& runtime) {
   runtime.vision_unavailable = model.has_vision() ? "" : model.vision_unavailable_reason();
-  if (runtime.vision_unavailable.empty() && model.device()) {
-    runtime.vision_unavailable = "images do not run with --device " + model.backend_description() +
-                                 " yet (the forward pass there has no multimodal positions)";
-  }
   const auto turn_images_off = [&runtime](const std::string& why) {
     if (!runtime.vision_unavailable.empty()) return;  // off already, for a reason said before
     log_warn("images are turned off: " + why);
