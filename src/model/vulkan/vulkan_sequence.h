@@ -1,8 +1,8 @@
 // One sequence's state in device memory: the K/V rows of each full-attention layer (in the
 // state's KvType, kernels/kv_row.h's layout, `capacity` rows each) and the conv and SSM state of
 // each Gated DeltaNet layer (floats, ModelState's layouts), and those states after each row of
-// a verify call. It keeps its Context alive, so its
-// buffers are always released before the device.
+// a verify call. It keeps its Context alive, so its buffers are always released before the
+// device.
 #pragma once
 
 #include <memory>
