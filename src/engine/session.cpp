@@ -86,16 +86,22 @@ void Session::verify(std::span<const int32_t> tokens, float* all_logits, float* 
                      RollbackMethod method) {
   const int T = int(tokens.size()), V = layout_.vocab_size;
   if (T == 0) throw Error("verify: no tokens");
-  if (state_.device)  // the states after each row, and the replay's start, are host arrays
-    throw Error("verify: speculative decoding does not run with the states on " +
-                model_->backend_description() + " yet");
   verified_tokens_.assign(tokens.begin(), tokens.end());
   verified_states_.resize(state_.recurrent.size());
   if (method == RollbackMethod::kKeepStates) {
+    // A host state's layers write their states after each row here; a device state's keep them
+    // in device memory (Model::restore_recurrent_row), these histories staying empty.
     for (size_t r = 0; r < state_.recurrent.size(); ++r)
       state_.recurrent[r].history = &verified_states_[r];
   } else {
-    verify_start_ = state_.recurrent;
+    // Read out wherever the state lives (a device's is copied to the host).
+    verify_start_.resize(state_.recurrent.size());
+    for (size_t r = 0; r < state_.recurrent.size(); ++r) {
+      RecurrentState& start = verify_start_[r];
+      start.conv.resize(layout_.conv_state_bytes() / sizeof(float));
+      start.ssm.resize(layout_.ssm_state_bytes() / sizeof(float));
+      model_->read_recurrent(state_, int(r), start.conv.data(), start.ssm.data());
+    }
   }
   // One pass: every row's logits through the LM head at once, as generated rows.
   BatchSegment segment;
@@ -125,17 +131,19 @@ void Session::keep_verified(int rows, RollbackMethod method) {
   if (rows == T) return;
   const int64_t start = state_.position - T;
   if (method == RollbackMethod::kKeepStates) {
-    for (size_t r = 0; r < state_.recurrent.size(); ++r) {
-      RecurrentState& s = state_.recurrent[r];
-      std::copy_n(verified_conv(int(r), rows - 1), s.conv.size(), s.conv.begin());
-      std::copy_n(verified_ssm(int(r), rows - 1), s.ssm.size(), s.ssm.begin());
+    if (state_.device) {
+      model_->restore_recurrent_row(state_, rows - 1);
+    } else {
+      for (size_t r = 0; r < state_.recurrent.size(); ++r) {
+        RecurrentState& s = state_.recurrent[r];
+        read_verified_recurrent(int(r), rows - 1, s.conv.data(), s.ssm.data());
+      }
     }
     state_.position = start + rows;
   } else {
-    for (size_t r = 0; r < state_.recurrent.size(); ++r) {
-      state_.recurrent[r].conv = verify_start_[r].conv;
-      state_.recurrent[r].ssm = verify_start_[r].ssm;
-    }
+    for (size_t r = 0; r < state_.recurrent.size(); ++r)
+      model_->write_recurrent(state_, int(r), verify_start_[r].conv.data(),
+                              verify_start_[r].ssm.data());
     state_.position = start;
     std::vector<float> unused(V);
     ForwardOptions fo{options_.delta_rule, RowKind::kGenerated};
@@ -148,12 +156,17 @@ void Session::keep_verified(int rows, RollbackMethod method) {
   verified_tokens_.resize(size_t(rows));
 }
 
-const float* Session::verified_conv(int r, int row) const {
-  return verified_states_.at(r).conv.data() + size_t(row) * state_.recurrent.at(r).conv.size();
-}
-
-const float* Session::verified_ssm(int r, int row) const {
-  return verified_states_.at(r).ssm.data() + size_t(row) * state_.recurrent.at(r).ssm.size();
+void Session::read_verified_recurrent(int r, int row, float* conv_out, float* ssm_out) const {
+  if (r < 0 || size_t(r) >= state_.recurrent.size())
+    throw Error("recurrent layer " + std::to_string(r) + " is out of range");
+  if (state_.device) return model_->read_recurrent_row(state_, r, row, conv_out, ssm_out);
+  const size_t conv = layout_.conv_state_bytes() / sizeof(float);
+  const size_t ssm = layout_.ssm_state_bytes() / sizeof(float);
+  const RecurrentHistory& kept = verified_states_[size_t(r)];
+  if (row < 0 || (size_t(row) + 1) * ssm > kept.ssm.size())
+    throw Error("the recurrent state after row " + std::to_string(row) + " was not kept");
+  std::copy_n(kept.conv.data() + size_t(row) * conv, conv, conv_out);
+  std::copy_n(kept.ssm.data() + size_t(row) * ssm, ssm, ssm_out);
 }
 
 void Session::truncate(int64_t m) {
@@ -226,9 +239,10 @@ SessionState Session::export_state() const {
     if (bytes)
       read_kv_rows(int(a), 0, state_.position, s.keys.back().data(), s.values.back().data());
   }
-  for (const RecurrentState& r : state_.recurrent) {
-    s.conv_states.push_back(r.conv);
-    s.ssm_states.push_back(r.ssm);
+  for (size_t r = 0; r < state_.recurrent.size(); ++r) {  // wherever they live (a device's too)
+    s.conv_states.emplace_back(layout_.conv_state_bytes() / sizeof(float));
+    s.ssm_states.emplace_back(layout_.ssm_state_bytes() / sizeof(float));
+    read_recurrent(int(r), s.conv_states.back().data(), s.ssm_states.back().data());
   }
   s.logits = logits_;
   return s;

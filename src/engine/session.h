@@ -72,10 +72,10 @@ class Session : public StateSource, public StateSink {
   void verify(std::span<const int32_t> tokens, float* all_logits, float* final_hidden,
               RollbackMethod method = RollbackMethod::kKeepStates);
   void keep_verified(int rows, RollbackMethod method = RollbackMethod::kKeepStates);
-  // Recurrent layer r's conv and SSM state after row `row` of the last verify call
-  // (kKeepStates), for a view of the state at an earlier row.
-  const float* verified_conv(int r, int row) const;
-  const float* verified_ssm(int r, int row) const;
+  // Copies out recurrent layer r's conv and SSM state after row `row` of the last verify call
+  // (kKeepStates), in read_recurrent's layouts, for a view of the state at an earlier row. On a
+  // device state it is a download.
+  void read_verified_recurrent(int r, int row, float* conv_out, float* ssm_out) const;
   // Counts reset() calls (restores, imports): a caller that keeps something in step with the
   // state (the MTP head's rows) learns from a change that the state was replaced.
   uint64_t resets() const { return resets_; }

@@ -8,9 +8,6 @@ namespace qmlx {
 
 std::string speculation_unavailable(const Model& model) {
   if (!model.has_mtp()) return model.mtp_unavailable_reason();
-  if (model.device() != nullptr)
-    return "the MTP head runs on " + model.backend_description() +
-           ", but rolling back a rejected draft's recurrent state there is not done yet";
   return "";
 }
 
@@ -31,10 +28,7 @@ class SpeculativeDecoder::RowView : public StateSource {
     session_.read_kv_rows(a, begin, end, k_out, v_out);
   }
   void read_recurrent(int r, float* conv_out, float* ssm_out) const override {
-    const StateLayout& l = session_.layout();
-    std::copy_n(session_.verified_conv(r, fed_ - 1), l.conv_state_bytes() / sizeof(float),
-                conv_out);
-    std::copy_n(session_.verified_ssm(r, fed_ - 1), l.ssm_state_bytes() / sizeof(float), ssm_out);
+    session_.read_verified_recurrent(r, fed_ - 1, conv_out, ssm_out);
   }
   std::span<const float> logits() const override { return logits_; }
 

@@ -56,10 +56,9 @@ struct SpeculativeOptions {
   std::function<int32_t(int64_t position, int32_t drafted)> draft_override;
 };
 
-// Why speculative decoding cannot run on `model`, or "" when it can: it has no MTP head, its
-// head was dropped or does not run on its device, or its states live on a device, where a
-// rejected draft's recurrent state cannot be rolled back yet (Session::verify keeps the states
-// after each row on the host only; the head itself runs there, model/mtp_head.cpp).
+// Why speculative decoding cannot run on `model`, or "" when it can: it has no MTP head, or its
+// head was dropped or does not run on its device. On a device the verify call keeps the
+// recurrent states after each row in device memory (Model::restore_recurrent_row).
 std::string speculation_unavailable(const Model& model);
 
 class SpeculativeDecoder {

@@ -74,6 +74,17 @@ class DeviceForward {
   virtual void write_recurrent(ModelState& state, int r, const float* conv,
                                const float* ssm) const = 0;
 
+  // Speculative decoding's rollback (engine/speculative.h). A forward call whose segment's state
+  // has its recurrent layers' history set (RecurrentState::history, as a host state's verify
+  // call does) also keeps, in device memory the sequence owns, every recurrent layer's conv and
+  // SSM state after each of the segment's rows; the host histories stay empty.
+  // restore_recurrent_row makes the states after row `row` of the last such call the live ones
+  // of every recurrent layer (device-to-device copies); read_recurrent_row copies layer `r`'s
+  // out, in read_recurrent's layouts. Both throw qmlx::Error for a row that call did not keep.
+  virtual void restore_recurrent_row(ModelState& state, int row) const = 0;
+  virtual void read_recurrent_row(const ModelState& state, int r, int row, float* conv,
+                                  float* ssm) const = 0;
+
   // The MTP head on the device (model/mtp_head.cpp): whether it is there, why not when the
   // model has one (empty otherwise), a new sequence of the head's one attention layer, and
   // Model::mtp_forward's work for arguments already checked. Advances no position; sets the

@@ -157,9 +157,7 @@ ModelState Model::clone_state(const ModelState& state) const {
   return copy;
 }
 
-std::string Model::backend_description() const {
-  return device_ ? device_->description() : "cpu";
-}
+std::string Model::backend_description() const { return device_ ? device_->description() : "cpu"; }
 
 ModelState Model::state_without_layers(KvType kv_type) const {
   ModelState s;
@@ -238,6 +236,17 @@ void Model::write_recurrent(ModelState& state, int r, const float* conv, const f
   RecurrentState& s = state.recurrent.at(size_t(r));
   std::copy(conv, conv + s.conv.size(), s.conv.begin());
   std::copy(ssm, ssm + s.ssm.size(), s.ssm.begin());
+}
+
+void Model::restore_recurrent_row(ModelState& state, int row) const {
+  if (!state.device) throw Error("internal: restore_recurrent_row on a host state");
+  device_->restore_recurrent_row(state, row);
+}
+
+void Model::read_recurrent_row(const ModelState& state, int r, int row, float* conv,
+                               float* ssm) const {
+  if (!state.device) throw Error("internal: read_recurrent_row on a host state");
+  device_->read_recurrent_row(state, r, row, conv, ssm);
 }
 
 void Model::forward(std::span<const int32_t> tokens, ModelState& state, float* last_logits,

@@ -115,6 +115,13 @@ class Model {
                      const uint8_t* v) const;
   void read_recurrent(const ModelState& state, int r, float* conv, float* ssm) const;
   void write_recurrent(ModelState& state, int r, const float* conv, const float* ssm) const;
+  // Speculative decoding's rollback on a device state (DeviceForward::restore_recurrent_row):
+  // the recurrent states after row `row` of the last forward call that kept them (its state's
+  // RecurrentState::history set) become the live ones, or recurrent layer `r`'s is copied out.
+  // A host state keeps them in the histories its caller owns, so these throw qmlx::Error for
+  // one, as for a row that call did not keep.
+  void restore_recurrent_row(ModelState& state, int row) const;
+  void read_recurrent_row(const ModelState& state, int r, int row, float* conv, float* ssm) const;
 
   // Multi-token prediction (the checkpoint's `mtp.*` head; model-spec and mtp_head.cpp), on the
   // CPU or the model's device (where a head the device cannot run is unavailable, and

@@ -1,8 +1,10 @@
-// The causal conv + SiLU on the device against kernels/causal_conv.h, outputs and carried state.
+// The causal conv + SiLU on the device against kernels/causal_conv.h, outputs and carried state,
+// and the states after each row it keeps on request.
 //
 // Tolerance: none on lavapipe for channel counts that are a multiple of 8 (the sum is the CPU's
 // fma chain, silu its simd::exp form); the state is a copy and always exact. The last C % 8
 // channels use the CPU's scalar silu (std::exp): within kScalarExpUlp (elementwise_test.cpp).
+#include <cstring>
 #include <tuple>
 
 #include "backend/vulkan/causal_conv.h"
@@ -74,6 +76,46 @@ TEST_F(CausalConvTest, TailChannelsWithinScalarExpTolerance) {
     EXPECT_EQ(o.vector_channels.differing, 0u);
   }
   EXPECT_LE(o.out.max_ulp, kScalarExpUlp);
+}
+
+// The states after each row (speculative decoding's history) are those the conv leaves after
+// that many rows, and keeping them changes neither output nor final state by a bit.
+TEST_F(CausalConvTest, HistoryHoldsTheStateAfterEachRow) {
+  Context& ctx = context();
+  const int T = 4, C = 72, K = 4;
+  const size_t stride = 80, S = size_t(K - 1) * C;
+  const std::vector<float> x = random_floats(size_t(T) * stride, 8, -3.f, 3.f);
+  const std::vector<float> w = random_floats(size_t(K) * C, 9, -1.f, 1.f);
+  const std::vector<float> start = random_floats(S, 10, -3.f, 3.f);
+  Buffer xb = ctx.create_buffer(x.size() * 4), wb = ctx.create_buffer(w.size() * 4);
+  Buffer sb = ctx.create_buffer(S * 4), ob = ctx.create_buffer(size_t(T) * C * 4);
+  Buffer hb = ctx.create_buffer(size_t(T) * S * 4);
+  ctx.upload(xb, 0, x.data(), x.size() * 4);
+  ctx.upload(wb, 0, w.data(), w.size() * 4);
+  // Rows [0, rows) from `start`: the output and final state, and the history when kept.
+  auto run = [&](int rows, bool keep, std::vector<float>* history) {
+    ctx.upload(sb, 0, start.data(), S * 4);
+    CommandRecorder recorder(ctx);
+    record_causal_conv1d_silu(recorder, xb, stride, rows, C, K, wb, sb, ob, keep ? &hb : nullptr);
+    recorder.submit_and_wait();
+    std::vector<float> out(size_t(rows) * C + S);
+    ctx.download(ob, 0, out.data(), size_t(rows) * C * 4);
+    ctx.download(sb, 0, out.data() + size_t(rows) * C, S * 4);
+    if (history) {
+      history->resize(size_t(rows) * S);
+      ctx.download(hb, 0, history->data(), history->size() * 4);
+    }
+    return out;
+  };
+  std::vector<float> history;
+  const std::vector<float> with = run(T, true, &history), without = run(T, false, nullptr);
+  EXPECT_EQ(0, std::memcmp(with.data(), without.data(), with.size() * 4));
+  for (int t = 0; t < T; ++t) {
+    const std::vector<float> prefix = run(t + 1, false, nullptr);
+    EXPECT_EQ(0,
+              std::memcmp(history.data() + size_t(t) * S, prefix.data() + prefix.size() - S, S * 4))
+        << "row " << t;
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The gated delta rule on the device against kernels/gated_delta.h's recurrence, outputs and
-// state.
+// state, and the states after each token it keeps on request.
 //
 // Tolerance: none on lavapipe when every g is 0 (exp(0) = 1 on both sides, so all that is
 // left is the CPU's own arithmetic, which the shader repeats lane for lane) and Dk is a
@@ -10,6 +10,7 @@
 #include "backend/vulkan/gated_delta.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "kernels/gated_delta.h"
 #include "kernels/norms.h"
@@ -108,6 +109,51 @@ TEST_F(GatedDeltaTest, WithDecayWithinTolerance) {
         "ulp (|diff| %.3g of max %.3g)\n",
         c.T, static_cast<long long>(o.out.max_ulp), double(o.max_out_diff),
         static_cast<long long>(o.state.max_ulp), double(o.max_state_diff), double(o.max_state));
+  }
+}
+
+// The states after each token (speculative decoding's history) are those the recurrence leaves
+// after that many tokens, and keeping them changes neither output nor final state by a bit.
+TEST_F(GatedDeltaTest, HistoryHoldsTheStateAfterEachToken) {
+  Context& ctx = context();
+  const int T = 4, Hk = 1, Hv = 2, Dk = 24, Dv = 8;
+  const size_t KD = size_t(Hk) * Dk, VD = size_t(Hv) * Dv, CD = 2 * KD + VD, S = VD * Dk;
+  const std::vector<float> qkv = random_floats(size_t(T) * CD, 3, -0.3f, 0.3f);
+  const std::vector<float> g = random_floats(size_t(T) * Hv, 4, -2.f, -0.01f);
+  const std::vector<float> beta = random_floats(g.size(), 5, 0.05f, 0.95f);
+  const std::vector<float> start = random_floats(S, 6, -0.5f, 0.5f);
+  Buffer qb = ctx.create_buffer(qkv.size() * 4), gb = ctx.create_buffer(g.size() * 4);
+  Buffer bb = ctx.create_buffer(beta.size() * 4), sb = ctx.create_buffer(S * 4);
+  Buffer ob = ctx.create_buffer(size_t(T) * VD * 4), hb = ctx.create_buffer(size_t(T) * S * 4);
+  ctx.upload(qb, 0, qkv.data(), qkv.size() * 4);
+  ctx.upload(gb, 0, g.data(), g.size() * 4);
+  ctx.upload(bb, 0, beta.data(), beta.size() * 4);
+  // Tokens [0, rows) from `start`: the output and final state, and the history when kept.
+  auto run = [&](int rows, bool keep, std::vector<float>* history) {
+    DeviceGatedDeltaInputs in;
+    in.T = rows, in.Hk = Hk, in.Hv = Hv, in.Dk = Dk, in.Dv = Dv;
+    in.q_offset = 0, in.k_offset = KD, in.v_offset = 2 * KD, in.row_stride = CD;
+    ctx.upload(sb, 0, start.data(), S * 4);
+    CommandRecorder recorder(ctx);
+    record_gated_delta(recorder, in, qb, gb, bb, sb, ob, keep ? &hb : nullptr);
+    recorder.submit_and_wait();
+    std::vector<float> out(size_t(rows) * VD + S);
+    ctx.download(ob, 0, out.data(), size_t(rows) * VD * 4);
+    ctx.download(sb, 0, out.data() + size_t(rows) * VD, S * 4);
+    if (history) {
+      history->resize(size_t(rows) * S);
+      ctx.download(hb, 0, history->data(), history->size() * 4);
+    }
+    return out;
+  };
+  std::vector<float> history;
+  const std::vector<float> with = run(T, true, &history), without = run(T, false, nullptr);
+  EXPECT_EQ(0, std::memcmp(with.data(), without.data(), with.size() * 4));
+  for (int t = 0; t < T; ++t) {
+    const std::vector<float> prefix = run(t + 1, false, nullptr);
+    EXPECT_EQ(0,
+              std::memcmp(history.data() + size_t(t) * S, prefix.data() + prefix.size() - S, S * 4))
+        << "token " << t;
   }
 }
 

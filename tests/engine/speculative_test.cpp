@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "modelgen/model_writer.h"
+#include "speculative_harness.h"
 #include "tiny_model.h"
 
 namespace qmlx {
@@ -28,74 +29,12 @@ std::vector<int32_t> random_tokens(size_t n, std::mt19937_64& rng) {
   return t;
 }
 
-// Tokens and the logits row each was chosen from.
-struct Generation {
-  std::vector<int32_t> tokens;
-  std::vector<std::vector<float>> logits;
-};
-
-// A session's options: K/V dtype and prefill chunk (0: the model's default), no batch engine.
-SessionOptions options_of(DType kv, int prefill_chunk = 0) {
-  SessionOptions options;
-  options.kv_dtype = kv;
-  options.prefill_chunk = prefill_chunk;
-  return options;
-}
-
-Generation plain_greedy(std::shared_ptr<const Model> model, DType kv,
-                        std::span<const int32_t> prompt, size_t n) {
-  Session session(model, options_of(kv, 7));
-  session.prefill(prompt);
-  Sampler sampler({}, -1);
-  Generation g;
-  while (true) {
-    auto logits = session.logits();
-    g.logits.emplace_back(logits.begin(), logits.end());
-    g.tokens.push_back(sampler.sample(logits));
-    if (g.tokens.size() == n) return g;
-    session.decode(g.tokens.back());
-  }
-}
-
-// A plain session that prefilled `prompt` and decoded `generated` one by one.
-std::unique_ptr<Session> plain_session(std::shared_ptr<const Model> model, DType kv,
-                                       std::span<const int32_t> prompt,
-                                       std::span<const int32_t> generated) {
-  auto session = std::make_unique<Session>(model, options_of(kv, 7));
-  session->prefill(prompt);
-  for (int32_t t : generated) session->decode(t);
-  return session;
-}
-
-// Decodes n tokens with `decoder`'s session (prefilled by the caller); keep_at_most(step) > 0 makes
-// the caller use only that many of a step's tokens, as a stop would.
-Generation speculative(SpeculativeDecoder& decoder, Sampler& sampler, size_t n,
-                       const std::function<int(size_t)>& keep_at_most = {}) {
-  Generation g;
-  auto logits = decoder.session().logits();
-  g.logits.emplace_back(logits.begin(), logits.end());
-  g.tokens.push_back(sampler.sample(logits, g.tokens));
-  for (size_t step = 0; g.tokens.size() < n; ++step) {
-    const int room = int(n - g.tokens.size());
-    const SpeculativeStep& s = decoder.step(g.tokens.back(), sampler, g.tokens, room - 1);
-    int used = std::min<int>(int(s.tokens.size()), room);
-    if (keep_at_most && keep_at_most(step) > 0) used = std::min(used, keep_at_most(step));
-    for (int i = 0; i < used; ++i) {
-      g.tokens.push_back(s.tokens[i]);
-      g.logits.emplace_back(s.logits[i].begin(), s.logits[i].end());
-    }
-    decoder.keep(used);
-  }
-  return g;
-}
-
-void expect_same(const Generation& plain, const Generation& spec, const std::string& what) {
-  ASSERT_EQ(plain.tokens, spec.tokens) << what;
-  for (size_t i = 0; i < plain.logits.size(); ++i)
-    ASSERT_EQ(0, std::memcmp(plain.logits[i].data(), spec.logits[i].data(),
-                             plain.logits[i].size() * sizeof(float)))
-        << what << ": logits of token " << i << " differ";
-}
+using testing::expect_same;
+using testing::Generation;
+using testing::options_of;
+using testing::plain_greedy;
+using testing::plain_session;
+using testing::speculative;
 
 class SpeculativeTest : public ::testing::TestWithParam<std::tuple<Arch, DType>> {
  protected:
@@ -181,14 +120,9 @@ TEST_P(SpeculativeTest, StoppingEarlyLeavesThePlainState) {
   expect_same(plain,
               speculative(decoder, sampler, n, [](size_t step) { return int(step % 3) + 1; }),
               "stopping early");
-  SessionState a = plain_session(model, kv, prompt, std::span(plain.tokens).first(n - 1))
-                       ->export_state(),
-               b = session.export_state();
-  EXPECT_EQ(a.position, b.position);
-  EXPECT_EQ(a.keys, b.keys);
-  EXPECT_EQ(a.conv_states, b.conv_states);
-  EXPECT_EQ(a.ssm_states, b.ssm_states);
-  EXPECT_EQ(a.logits, b.logits);
+  testing::expect_same_state(
+      plain_session(model, kv, prompt, std::span(plain.tokens).first(n - 1))->export_state(),
+      session.export_state(), "stopping early");
 }
 
 TEST_P(SpeculativeTest, StateAfterEachRowIsThePlainSessionThere) {

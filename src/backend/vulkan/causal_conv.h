@@ -14,9 +14,10 @@ namespace qmlx::vulkan {
 
 // x: T rows of C channels, row t at float t * x_stride; w: tap-major [K][C] (tap K-1 multiplies
 // the current row), K <= 8; state: [K-1][C], updated; out: [T][C]. All from offset 0; out must
-// not alias x.
+// not alias x. `history`, when set, receives the state after each row ([T][K-1][C]): what
+// speculative decoding rolls back to. Keeping it changes no other output by a bit.
 void record_causal_conv1d_silu(CommandRecorder& recorder, const Buffer& x, size_t x_stride, int T,
                                int C, int K, const Buffer& w, const Buffer& state,
-                               const Buffer& out);
+                               const Buffer& out, const Buffer* history = nullptr);
 
 }  // namespace qmlx::vulkan

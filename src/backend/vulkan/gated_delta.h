@@ -23,8 +23,10 @@ struct DeviceGatedDeltaInputs {
 };
 
 // g, beta: [T][Hv]; state: [Hv][Dv][Dk], updated; out: [T][Hv][Dv]. All from offset 0.
+// `history`, when set, receives the state after each token ([T][Hv][Dv][Dk]): what speculative
+// decoding rolls back to. Keeping it changes no other output by a bit.
 void record_gated_delta(CommandRecorder& recorder, const DeviceGatedDeltaInputs& in,
                         const Buffer& qkv, const Buffer& g, const Buffer& beta, const Buffer& state,
-                        const Buffer& out);
+                        const Buffer& out, const Buffer* history = nullptr);
 
 }  // namespace qmlx::vulkan

@@ -60,7 +60,14 @@ struct Span {
   VulkanSequence* sequence;
   int first = 0, count = 0;
   int64_t position = 0;
+  bool keep_history = false;  // the recurrent states after each row too (a verify call)
 };
+
+// Whether a forward call keeps `state`'s recurrent states after each row: its layers' histories
+// are set, as Session::verify sets them (DeviceForward::restore_recurrent_row).
+bool keeps_history(const ModelState& state) {
+  return !state.recurrent.empty() && state.recurrent.front().history != nullptr;
+}
 
 // A buffer of at least `bytes`, reallocated (contents lost) when smaller.
 void ensure(Context& context, Buffer& buffer, size_t bytes) {
@@ -165,6 +172,30 @@ class VulkanForward final : public DeviceForward {
     context_->upload(s.ssm, 0, ssm, ssm_bytes());
   }
 
+  void restore_recurrent_row(ModelState& state, int row) const override {
+    std::lock_guard lock(mutex_);
+    VulkanSequence& s = sequence(state);
+    check_history_row(s, row);
+    CommandRecorder recorder(*context_);
+    for (size_t r = 0; r < s.recurrent.size(); ++r) {
+      recorder.copy(s.history[r].conv, size_t(row) * conv_bytes(), s.recurrent[r].conv, 0,
+                    conv_bytes());
+      recorder.copy(s.history[r].ssm, size_t(row) * ssm_bytes(), s.recurrent[r].ssm, 0,
+                    ssm_bytes());
+    }
+    recorder.submit_and_wait();
+  }
+
+  void read_recurrent_row(const ModelState& state, int r, int row, float* conv,
+                          float* ssm) const override {
+    std::lock_guard lock(mutex_);
+    const VulkanSequence& s = sequence(state);
+    check_history_row(s, row);
+    const VulkanSequence::Recurrent& kept = s.history.at(size_t(r));
+    context_->download(kept.conv, size_t(row) * conv_bytes(), conv, conv_bytes());
+    context_->download(kept.ssm, size_t(row) * ssm_bytes(), ssm, ssm_bytes());
+  }
+
   bool has_mtp() const override { return w_.mtp.has_value(); }
   std::string mtp_unavailable_reason() const override { return w_.mtp_unavailable; }
 
@@ -214,6 +245,21 @@ class VulkanForward final : public DeviceForward {
     auto* s = dynamic_cast<VulkanSequence*>(state.device.get());
     if (s == nullptr) throw Error("internal: a state without a Vulkan sequence");
     return *s;
+  }
+  static void check_history_row(const VulkanSequence& s, int row) {
+    if (row < 0 || row >= s.history_rows)
+      throw Error("the recurrent state after row " + std::to_string(row) +
+                  " was not kept (the last verify call kept " + std::to_string(s.history_rows) +
+                  " rows)");
+  }
+  // Makes `s` keep its recurrent states after each of `rows` rows in this call.
+  void prepare_history(VulkanSequence& s, int rows) const {
+    s.history.resize(s.recurrent.size());
+    for (VulkanSequence::Recurrent& kept : s.history) {
+      ensure(*context_, kept.conv, size_t(rows) * conv_bytes());
+      ensure(*context_, kept.ssm, size_t(rows) * ssm_bytes());
+    }
+    s.history_rows = rows;
   }
   size_t conv_bytes() const { return size_t(c_.conv_kernel - 1) * c_.conv_channels() * 4; }
   size_t ssm_bytes() const {
@@ -380,14 +426,15 @@ void VulkanForward::record_delta_layer(CommandRecorder& rec, const DeviceLayer& 
   const size_t conv_row = size_t(CD) * 4;
   for (const Span& sp : spans) {
     VulkanSequence::Recurrent& state = sp.sequence->recurrent[slot];
+    const Buffer* kept = sp.keep_history ? &sp.sequence->history[slot].conv : nullptr;
     if (alone) {
       record_causal_conv1d_silu(rec, s_.qkv, size_t(CD), T, CD, c_.conv_kernel, w.conv, state.conv,
-                                s_.conv);
+                                s_.conv, kept);
       continue;
     }
     rec.copy(s_.qkv, size_t(sp.first) * conv_row, s_.seq_a, 0, size_t(sp.count) * conv_row);
     record_causal_conv1d_silu(rec, s_.seq_a, size_t(CD), sp.count, CD, c_.conv_kernel, w.conv,
-                              state.conv, s_.seq_b);
+                              state.conv, s_.seq_b, kept);
     rec.copy(s_.seq_b, 0, s_.conv, size_t(sp.first) * conv_row, size_t(sp.count) * conv_row);
   }
   record_l2_norm(rec, s_.conv, T, size_t(CD), 0, Hk, Dk, 1e-6f, 1.f / std::sqrt(float(Dk)));
@@ -405,15 +452,16 @@ void VulkanForward::record_delta_layer(CommandRecorder& rec, const DeviceLayer& 
   const size_t out_row = size_t(Hv) * Dv * 4, gate_row = size_t(Hv) * 4;
   for (const Span& sp : spans) {
     VulkanSequence::Recurrent& state = sp.sequence->recurrent[slot];
+    const Buffer* kept = sp.keep_history ? &sp.sequence->history[slot].ssm : nullptr;
     in.T = sp.count;
     if (alone) {
-      record_gated_delta(rec, in, s_.conv, s_.a, s_.b, state.ssm, s_.delta_out);
+      record_gated_delta(rec, in, s_.conv, s_.a, s_.b, state.ssm, s_.delta_out, kept);
       continue;
     }
     rec.copy(s_.conv, size_t(sp.first) * conv_row, s_.seq_a, 0, size_t(sp.count) * conv_row);
     rec.copy(s_.a, size_t(sp.first) * gate_row, s_.seq_b, 0, size_t(sp.count) * gate_row);
     rec.copy(s_.b, size_t(sp.first) * gate_row, s_.seq_pos, 0, size_t(sp.count) * gate_row);
-    record_gated_delta(rec, in, s_.seq_a, s_.seq_b, s_.seq_pos, state.ssm, s_.seq_c);
+    record_gated_delta(rec, in, s_.seq_a, s_.seq_b, s_.seq_pos, state.ssm, s_.seq_c, kept);
     rec.copy(s_.seq_c, 0, s_.delta_out, size_t(sp.first) * out_row, size_t(sp.count) * out_row);
   }
   record_rms_norm_gated(rec, s_.delta_out, s_.z, w.norm, s_.delta_out, T * Hv, Dv, c_.rms_norm_eps);
@@ -526,7 +574,12 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
   // Everything that can be refused (an image without its embeddings, a position past int32) is,
   // before anything is recorded: the states stay untouched.
   for (const BatchSegment* seg : segments) {
-    Span sp{seg, &sequence(*seg->state), T, int(seg->tokens.size()), seg->state->position};
+    Span sp{seg,
+            &sequence(*seg->state),
+            T,
+            int(seg->tokens.size()),
+            seg->state->position,
+            keeps_history(*seg->state)};
     if (sp.position + sp.count > INT32_MAX) throw Error("--device vulkan: position beyond 2^31");
     int64_t delta = seg->state->rope_delta;
     add_sequence_rows(inputs, seg->tokens, sp.position, sp.position, seg->images, delta, c_);
@@ -541,6 +594,7 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
   std::vector<Buffer> retired;
   for (const Span& sp : spans) {
     sp.sequence->reserve(sp.position + sp.count, sp.position, rec, retired);
+    if (sp.keep_history) prepare_history(*sp.sequence, sp.count);
     if (sp.segment->kind == RowKind::kGenerated && attention_layers_ > 0)
       scores_bytes = std::max(scores_bytes,
                               size_t(sp.count) * c_.num_heads * size_t(sp.sequence->capacity) * 4);
@@ -604,7 +658,7 @@ void VulkanForward::mtp_forward(std::span<const float> hidden, std::span<const i
   segment.tokens = next_tokens;
   segment.kind = rows;
   segment.state = &state;
-  const std::vector<Span> spans = {Span{&segment, &sequence(state), 0, T, state.position}};
+  const std::vector<Span> spans = {Span{&segment, &sequence(state), 0, T, state.position, false}};
   // Head row p embeds the token after position p: its image rows are one row on.
   RowInputs inputs;
   int64_t delta = state.rope_delta;

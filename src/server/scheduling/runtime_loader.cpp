@@ -102,7 +102,8 @@ class EngineSession : public InferenceSession {
 };
 
 // The speculative decoding of `options` for `model`: off, with one line saying why, when it
-// cannot run there (no MTP head, or a device: speculation_unavailable). Throws when its head is
+// cannot run there (no MTP head, or one its device does not run: speculation_unavailable).
+// Throws when its head is
 // there but was dropped at load (incomplete or malformed): the checkpoint promised multi-token
 // prediction and cannot give it.
 SpeculativeOptions speculative_options(const Model& model, const ServerOptions& options) {

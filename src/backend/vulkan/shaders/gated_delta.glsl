@@ -6,7 +6,9 @@
 //   s_j <- fma(delta, k_t, a * s_j),
 // with k.q as vec::dot computes it. Rows are independent given a token's inputs, so nothing is
 // shared between invocations. exp(g_t) is std::exp on the CPU and the device's exp() here: the
-// one source of difference (gated_delta.h).
+// one source of difference (gated_delta.h). With KEEP_HISTORY (a verify call of speculative
+// decoding) the row is also written after each token to that token's copy of the state; the
+// arithmetic is the same either way.
 #include "fma.glsl"
 #include "avx_exp.glsl"
 #include "avx_sum_order.glsl"
@@ -18,6 +20,9 @@ layout(std430, binding = 1) readonly buffer Decay { float g[]; };     // [T][Hv]
 layout(std430, binding = 2) readonly buffer Beta { float beta[]; };   // [T][Hv]
 layout(std430, binding = 3) buffer State { float s[]; };              // [Hv][Dv][Dk]
 layout(std430, binding = 4) writeonly buffer Output { float o[]; };   // [T][Hv][Dv]
+layout(std430, binding = 5) writeonly buffer History { float history[]; };  // [T][Hv][Dv][Dk]
+
+layout(constant_id = 0) const bool KEEP_HISTORY = false;
 
 layout(push_constant) uniform Push {
   uint tokens, key_heads, value_heads, key_dim, value_dim;
@@ -90,6 +95,10 @@ void main() {
     for (uint d = 0u; d < Dk; ++d) {
       precise float decayed = alpha * s[row + d];
       s[row + d] = FMA(delta, qkv[k + d], decayed);
+    }
+    if (KEEP_HISTORY) {
+      const uint after = t * p.value_heads * p.value_dim * Dk + row;
+      for (uint d = 0u; d < Dk; ++d) history[after + d] = s[row + d];
     }
   }
 }
