@@ -14,7 +14,10 @@ model with a vision tower (make-model --vision), temperature 0:
   6. the shared tier (a throwaway Redis Cluster, where redis-server is installed): turn 1 on
      server A, turn 2 on server B with an empty disk HITs from the shared tier past the image
      with the cold reply; image B in A's place there never restores past B's first pad.
-Usage: image_cache_e2e.py QMLX_BINARY WORK_DIR
+With DEVICE (e.g. vulkan) every server runs with --device DEVICE (images, M-RoPE, the
+encoder's rows and MTP drafting on the device; the encoder itself on the CPU), references
+included; exit 77 (skip) when no Vulkan device can run.
+Usage: image_cache_e2e.py QMLX_BINARY WORK_DIR [DEVICE]
 """
 import base64
 import http.client
@@ -32,6 +35,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from e2e_support import fail, free_port, wait_healthy  # noqa: E402
 
 QMLX, WORK = sys.argv[1], sys.argv[2]
+DEVICE = sys.argv[3] if len(sys.argv) > 3 else None
+DEVICE_ARGS = ("--device", DEVICE) if DEVICE else ()
+if DEVICE and "can run: yes" not in subprocess.run([QMLX, "devices"], capture_output=True,
+                                                    text=True).stdout:
+    print("SKIP: no Vulkan device can run")
+    sys.exit(77)
 KEY = "image-key"
 
 
@@ -99,7 +108,8 @@ class Server:
         self.log = open(self.log_path, "a")
         self.process = subprocess.Popen(
             [QMLX, "serve", "--model", MODEL, "--port", str(self.port), "--metrics-port",
-             str(self.metrics_port), "--api-key", KEY, "--cache-config", config, *extra],
+             str(self.metrics_port), "--api-key", KEY, "--cache-config", config, *DEVICE_ARGS,
+             *extra],
             stdout=self.log, stderr=subprocess.STDOUT)
         wait_healthy(self.port, self.process, self.log_path)
 
