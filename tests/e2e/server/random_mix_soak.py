@@ -6,7 +6,9 @@ prefixes, fast follow-ups), half streamed, one in ten aborted by its client with
 in eight with a JSON schema reply format. Every request must be answered (or, when aborted,
 closed) within BOUND seconds; at the end /health must show an empty queue. Not part of ctest
 (it runs for minutes); run it after changes to the scheduler, the batch engine or a backend.
+With --device vulkan the server runs its forward passes on the Vulkan device.
 Usage: random_mix_soak.py QMLX_BINARY [--seconds 180] [--clients 4] [--seed 31] [--bound 30]
+                          [--device cpu|vulkan[:N]]
 """
 import argparse
 import http.client
@@ -86,11 +88,12 @@ def main():
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--seed", type=int, default=31)
     p.add_argument("--bound", type=float, default=30)
+    p.add_argument("--device", default="cpu")
     a = p.parse_args()
     home = tempfile.mkdtemp(prefix="qmlx-soak-")
     port = free_port()
     log_path = os.path.join(home, "serve.log")
-    server = subprocess.Popen([a.qmlx, "serve", "--port", str(port)],
+    server = subprocess.Popen([a.qmlx, "serve", "--port", str(port), "--device", a.device],
                               stdout=open(log_path, "w"), stderr=subprocess.STDOUT,
                               env=dict(os.environ, QMLX_HOME=home))
     counts = {"answered": 0, "aborted": 0}
