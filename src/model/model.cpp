@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/human_bytes.h"
 #include "base/process.h"
 #include "kernels/affine_tiles.h"
 #include "kernels/matmul.h"
@@ -111,6 +112,14 @@ void tile_and_page_in(ModelWeights& weights, const std::vector<MappedBytes>& ten
 
 }  // namespace
 
+std::string describe_host_experts(const HostExperts& experts) {
+  if (experts.layers == 0) return "";
+  return "the routed experts of " + std::to_string(experts.layers) + " of " +
+         std::to_string(experts.moe_layers) +
+         " MoE layers stay in host memory and run on the CPU, keeping " +
+         human_bytes(experts.bytes) + " off the device";
+}
+
 std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgress& progress,
                                          const ModelLoadOptions& options) {
   keep_large_buffers_for_reuse();
@@ -120,7 +129,8 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
   // On a device the upload reads every tensor once, and the CPU's decode tiles are not needed.
   auto read_in = [&](const std::vector<MappedBytes>& tensors) {
     if (on_cpu) return tile_and_page_in(model->weights_, tensors, progress);
-    model->device_ = make_device_forward(options.device, model->config_, model->weights_, progress);
+    model->device_ = make_device_forward(options.device, model->config_, model->weights_,
+                                         options.cpu_moe_layers, progress);
   };
   if (is_gguf_path(dir)) {
     auto file = std::make_shared<GgufFile>(dir);
@@ -157,9 +167,7 @@ ModelState Model::clone_state(const ModelState& state) const {
   return copy;
 }
 
-std::string Model::backend_description() const {
-  return device_ ? device_->description() : "cpu";
-}
+std::string Model::backend_description() const { return device_ ? device_->description() : "cpu"; }
 
 ModelState Model::state_without_layers(KvType kv_type) const {
   ModelState s;
