@@ -18,13 +18,13 @@
 #include "base/process.h"
 #include "base/thread_pool.h"
 #include "cli/command.h"
+#include "engine/cpu_moe_flags.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
 #include "engine/speculative.h"
 #include "engine/speculative_config.h"
 #include "model/gguf_file.h"
 #include "modelgen/demo_model.h"
-#include "server/config/cpu_moe_flags.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace qmlx::cli {

@@ -10,8 +10,8 @@
 #include "base/error.h"
 #include "base/process.h"
 #include "cache/config.h"
+#include "engine/cpu_moe_flags.h"
 #include "engine/speculative_config.h"
-#include "server/config/cpu_moe_flags.h"
 
 namespace qmlx::server {
 namespace {

@@ -1,6 +1,7 @@
 // --cpu-moe and --n-cpu-moe N, the flags that keep a MoE model's routed experts in host memory
 // and run them on the CPU while the rest of the forward pass runs on a device (llama.cpp's flags
-// of the same names). Shared by `qmlx serve` and `qmlx generate`, so both say the same.
+// of the same names). Shared by `qmlx serve` and `qmlx generate`, so both say the same (here,
+// beside speculative_config.h, because `generate` alone links the engine, not the server).
 #pragma once
 
 namespace CLI {

@@ -1,4 +1,4 @@
-#include "server/config/cpu_moe_flags.h"
+#include "engine/cpu_moe_flags.h"
 
 #include <CLI/CLI.hpp>
 
