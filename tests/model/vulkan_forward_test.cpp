@@ -454,10 +454,10 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return info.param.name; });
 
 // --cpu-moe and --n-cpu-moe N against the all-device model: the experts' bytes are not
-// uploaded (the weights on the device are less by exactly what the start-up line says), the
-// device says which layers' experts it left (part of the cache fingerprint), and the logits stay
-// within rounding of the all-device run. N beyond the layers means all; the MTP head's experts
-// stay on the device.
+// uploaded (the weights on the device are less by exactly what the start-up line says) but read
+// in at load, the device says which layers' experts it left (part of the cache fingerprint),
+// and the logits stay within rounding of the all-device run. N beyond the layers means all; the
+// MTP head's experts stay on the device.
 TEST(VulkanCpuMoeTest, HostExpertsLeaveTheDeviceAndKeepTheLogits) {
   const std::string skip = vulkan_skip_reason();
   if (!skip.empty()) GTEST_SKIP() << skip;
@@ -472,7 +472,19 @@ TEST(VulkanCpuMoeTest, HostExpertsLeaveTheDeviceAndKeepTheLogits) {
   modelgen::write_random_model(o, dir + "/m");
   auto all_on_device = load_on_device(dir + "/m");
   auto first_on_cpu = load_on_device(dir + "/m", 1);
-  auto all_on_cpu = load_on_device(dir + "/m", ModelLoadOptions::kAllLayers);
+  // The experts left on the host are read in after the upload, in the same progress count:
+  // from 0, never back, ending at its total.
+  std::vector<std::pair<uint64_t, uint64_t>> progress;
+  ModelLoadOptions experts_on_host;
+  experts_on_host.device = "vulkan";
+  experts_on_host.cpu_moe_layers = ModelLoadOptions::kAllLayers;
+  auto all_on_cpu = Model::load(
+      dir + "/m", [&](uint64_t done, uint64_t total) { progress.emplace_back(done, total); },
+      experts_on_host);
+  ASSERT_FALSE(progress.empty());
+  EXPECT_EQ(progress.front().first, 0u);
+  for (size_t i = 1; i < progress.size(); ++i) EXPECT_GE(progress[i].first, progress[i - 1].first);
+  EXPECT_EQ(progress.back().first, progress.back().second);
   auto beyond = load_on_device(dir + "/m", 99);
   const DeviceForward& device = *all_on_device->device();
   const int layers = all_on_device->config().num_layers;
