@@ -18,6 +18,7 @@
 #include "base/process.h"
 #include "base/thread_pool.h"
 #include "cli/command.h"
+#include "engine/cpu_moe_flags.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
 #include "engine/speculative.h"
@@ -66,7 +67,7 @@ double per_second(size_t n, double ms) { return ms > 0 ? 1000.0 * double(n) / ms
 
 struct Options {
   std::string model, tokens, prompt, logits_out, kv_dtype = "f32", device = "cpu";
-  int max_tokens = 16, top_logprobs = 0, threads = 0;
+  int max_tokens = 16, top_logprobs = 0, threads = 0, cpu_moe_layers = 0;
   bool json = false, stop_at_eos = false;
   SamplingParams sampling;
   std::string speculative, speculative_config;
@@ -111,6 +112,7 @@ int run_generate(int argc, char** argv) {
                  "Where the forward pass runs: cpu (default), vulkan (the first Vulkan device that "
                  "can run it, a discrete GPU before an integrated one or lavapipe) or vulkan:N "
                  "(qmlx devices lists them)");
+  add_cpu_moe_flags(app, o.cpu_moe_layers);
   app.add_option("--kv-cache-dtype,--kv-dtype", o.kv_dtype,
                  "K/V cache storage: f32 (default here: exact, what the oracle tests compare) | "
                  "bf16 (serve's default) | int8 (codes + a float32 scale per row and head: "
@@ -137,11 +139,15 @@ int run_generate(int argc, char** argv) {
   auto load_start = Clock::now();
   ModelLoadOptions load_options;
   load_options.device = o.device;
+  load_options.cpu_moe_layers = o.cpu_moe_layers;
   std::shared_ptr<const Model> model = Model::load(o.model, {}, load_options);
   const double load_ms = ms_since(load_start);
   log_info("loaded " + o.model + ": " + std::to_string(model->weights().matrix_bytes() >> 20) +
            " MiB of weights, resident " + std::to_string(current_rss_bytes() >> 20) + " MiB" +
            (model->device() ? ", forward pass on " + model->backend_description() : ""));
+  if (const DeviceForward* device = model->device())
+    if (const std::string line = describe_host_experts(device->host_experts()); !line.empty())
+      log_info(line);
   const int draft_tokens = speculative_tokens(o, *model);
 
   std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(o.model);

@@ -28,6 +28,19 @@ struct ModelConfig;
 struct ModelState;
 struct ModelWeights;
 
+// The routed experts a device forward pass leaves in host memory and runs on the CPU
+// (--cpu-moe, --n-cpu-moe): of how many of the model's MoE layers, and the device memory that
+// keeps free.
+struct HostExperts {
+  int layers = 0;
+  int moe_layers = 0;
+  uint64_t bytes = 0;
+};
+
+// The start-up line saying so, e.g. "the routed experts of 40 of 40 MoE layers stay in host
+// memory and run on the CPU, keeping 18.6 GiB off the device"; "" when there are none.
+std::string describe_host_experts(const HostExperts& experts);
+
 // One sequence's state on a device; what it holds is the implementation's.
 class DeviceSequence {
  public:
@@ -47,6 +60,7 @@ class DeviceForward {
   // pass's scratch.
   virtual size_t weight_bytes() const = 0;
   virtual uint64_t memory_bytes() const = 0;
+  virtual HostExperts host_experts() const = 0;
 
   // Submissions, dispatches and transfers since the device was opened (the tests' bound on a
   // forward step's work).
@@ -101,8 +115,10 @@ class DeviceForward {
 // with every weight uploaded now; `progress` hears bytes uploaded of the total. Throws
 // qmlx::Error naming what is missing: no such device (listing those found), a build without
 // the Vulkan backend, a weight format or model shape the device kernels do not run yet.
+// The routed experts of layers [0, cpu_moe_layers) are not uploaded: they stay in `weights`
+// (which must outlive the result) and run on the CPU (HostExperts).
 std::unique_ptr<DeviceForward> make_device_forward(
     const std::string& device, const ModelConfig& config, const ModelWeights& weights,
-    const std::function<void(uint64_t, uint64_t)>& progress);
+    int cpu_moe_layers, const std::function<void(uint64_t, uint64_t)>& progress);
 
 }  // namespace qmlx

@@ -34,11 +34,6 @@ struct Route {
 // after another.
 constexpr int kMaxRowsPerExpertForParallelExperts = 4;
 
-struct RoutedToken {
-  int token;
-  float weight;
-};
-
 std::vector<Route> route_token(float* probs, const ModelConfig& c) {
   const int E = c.num_experts, k = c.experts_per_token;
   softmax(probs, E);
@@ -56,35 +51,31 @@ std::vector<Route> route_token(float* probs, const ModelConfig& c) {
 
 }  // namespace
 
-void moe_layer(const MoeWeights& w, const ModelConfig& c, const float* x, int T, int generated_rows,
-               float* out) {
-  const int H = c.hidden_size, E = c.num_experts;
+void routed_experts(const std::vector<MlpWeights>& experts, const ModelConfig& c, const float* x,
+                    int T, int generated_rows, const int32_t* expert_ids, float* out) {
+  const int H = c.hidden_size, k = c.experts_per_token;
   const int first_generated = T - generated_rows;
-  std::vector<float> logits(size_t(T) * E);
-  matmul(x, T, w.router, logits.data(), generated_rows);
-  // Per expert: the tokens routed to it and their weights, in row order (so its prompt rows
-  // come before its generated rows, as the kernels want them).
-  std::vector<std::vector<RoutedToken>> by_expert(E);
-  for (int t = 0; t < T; ++t)
-    for (const Route& r : route_token(logits.data() + size_t(t) * E, c))
-      by_expert[r.expert].push_back({t, r.weight});
+  // Per expert: the routes to it, in row order (so its prompt rows come before its generated
+  // rows, as the kernels want them).
+  std::vector<std::vector<int>> by_expert(experts.size());
+  for (int r = 0; r < T * k; ++r) by_expert[size_t(expert_ids[r])].push_back(r);
 
   std::vector<int> active;
-  for (int e = 0; e < E; ++e)
-    if (!by_expert[e].empty()) active.push_back(e);
-  // Each active expert's output rows, gathered in its token order.
-  std::vector<std::vector<float>> expert_out(active.size());
+  for (size_t e = 0; e < experts.size(); ++e)
+    if (!by_expert[e].empty()) active.push_back(int(e));
   auto run_expert = [&](size_t a) {
-    const auto& tokens = by_expert[active[a]];
-    const int n = int(tokens.size());
-    std::vector<float> gathered(size_t(n) * H);
-    for (int i = 0; i < n; ++i)
-      std::copy(x + size_t(tokens[i].token) * H, x + size_t(tokens[i].token + 1) * H,
-                gathered.data() + size_t(i) * H);
+    const std::vector<int>& routes = by_expert[size_t(active[a])];
+    const int n = int(routes.size());
+    std::vector<float> gathered(size_t(n) * H), expert_out(size_t(n) * H);
     int generated = 0;
-    for (const RoutedToken& r : tokens) generated += r.token >= first_generated;
-    expert_out[a].resize(size_t(n) * H);
-    mlp_layer(w.experts[active[a]], gathered.data(), n, generated, expert_out[a].data());
+    for (int i = 0; i < n; ++i) {
+      const int token = routes[size_t(i)] / k;
+      std::copy(x + size_t(token) * H, x + size_t(token + 1) * H, gathered.data() + size_t(i) * H);
+      generated += token >= first_generated;
+    }
+    mlp_layer(experts[size_t(active[a])], gathered.data(), n, generated, expert_out.data());
+    for (int i = 0; i < n; ++i)
+      std::copy_n(expert_out.data() + size_t(i) * H, H, out + size_t(routes[size_t(i)]) * H);
   };
   // Few rows per expert (decode, of one sequence or a batch of them): each expert's matrices
   // are too small to split well, so the experts run in parallel, each on one thread, claimed
@@ -92,7 +83,7 @@ void moe_layer(const MoeWeights& w, const ModelConfig& c, const float* x, int T,
   // (prefill): one expert at a time, its matmuls split over the pool. Either way each row's
   // result is the same: only the threads differ.
   const bool experts_in_parallel =
-      size_t(T) * c.experts_per_token <= active.size() * kMaxRowsPerExpertForParallelExperts;
+      size_t(T) * k <= active.size() * kMaxRowsPerExpertForParallelExperts;
   if (experts_in_parallel) {
     default_pool().parallel_chunks(active.size(), 1, [&](size_t b, size_t e) {
       for (size_t a = b; a < e; ++a) run_expert(a);
@@ -100,12 +91,33 @@ void moe_layer(const MoeWeights& w, const ModelConfig& c, const float* x, int T,
   } else {
     for (size_t a = 0; a < active.size(); ++a) run_expert(a);
   }
+}
+
+void moe_layer(const MoeWeights& w, const ModelConfig& c, const float* x, int T, int generated_rows,
+               float* out) {
+  const int H = c.hidden_size, E = c.num_experts, k = c.experts_per_token;
+  std::vector<float> logits(size_t(T) * E);
+  matmul(x, T, w.router, logits.data(), generated_rows);
+  std::vector<Route> routes;  // [T][k]
+  std::vector<int32_t> expert_ids;
+  for (int t = 0; t < T; ++t)
+    for (const Route& r : route_token(logits.data() + size_t(t) * E, c)) {
+      routes.push_back(r);
+      expert_ids.push_back(r.expert);
+    }
+  std::vector<float> routed(size_t(T) * k * H);
+  routed_experts(w.experts, c, x, T, generated_rows, expert_ids.data(), routed.data());
+  // Each token's weighted sum, its experts taken in id order.
   std::fill(out, out + size_t(T) * H, 0.f);
-  for (size_t a = 0; a < active.size(); ++a) {
-    const auto& tokens = by_expert[active[a]];
-    for (size_t i = 0; i < tokens.size(); ++i)
-      vec::axpy(out + size_t(tokens[i].token) * H, tokens[i].weight, expert_out[a].data() + i * H,
-                H);
+  std::vector<int> order(static_cast<size_t>(k));
+  for (int t = 0; t < T; ++t) {
+    const Route* token_routes = routes.data() + size_t(t) * k;
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(),
+              [&](int a, int b) { return token_routes[a].expert < token_routes[b].expert; });
+    for (int j : order)
+      vec::axpy(out + size_t(t) * H, token_routes[j].weight,
+                routed.data() + (size_t(t) * k + size_t(j)) * H, H);
   }
   if (!w.has_shared_expert) return;
   std::vector<float> shared(size_t(T) * H), gate(T);

@@ -70,6 +70,14 @@ void delta_net_layer(const DeltaNetWeights& w, const ModelConfig& c, const float
 // Per-row blocks: T rows, the last `generated_rows` of them generated rows.
 void mlp_layer(const MlpWeights& w, const float* x, int T, int generated_rows, float* out);
 
+// Each route's expert MLP over its token's row, unweighted: out[t * k + j] = expert e(x[t]) for
+// e = expert_ids[t * k + j] (k = c.experts_per_token; out: [T * k][H]). Each expert runs once
+// over all the rows routed to it, and a route's result depends on its row, its expert and its
+// row kind only (the last `generated_rows` tokens are generated rows). moe_layer's experts, and
+// the CPU's half of a device forward pass that keeps the experts in host memory (--cpu-moe).
+void routed_experts(const std::vector<MlpWeights>& experts, const ModelConfig& c, const float* x,
+                    int T, int generated_rows, const int32_t* expert_ids, float* out);
+
 void moe_layer(const MoeWeights& w, const ModelConfig& c, const float* x, int T, int generated_rows,
                float* out);
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/human_bytes.h"
 #include "base/process.h"
 #include "kernels/affine_tiles.h"
 #include "kernels/matmul.h"
@@ -109,7 +110,37 @@ void tile_and_page_in(ModelWeights& weights, const std::vector<MappedBytes>& ten
   page_in_tensors(rest, progress, done, done);
 }
 
+// The routed experts of layers [0, cpu_moe_layers), which a device leaves in host memory for
+// the CPU to run (--cpu-moe): their bytes in the mapping, data, scales and biases.
+std::vector<MappedBytes> host_expert_tensors(const ModelWeights& weights, int cpu_moe_layers) {
+  std::vector<MappedBytes> out;
+  auto add = [&out](const WeightMatrix& w) {
+    out.push_back({w.data, size_t(w.rows) * w.row_bytes()});
+    if (!w.quantized()) return;
+    const size_t params = size_t(w.rows) * w.groups_per_row() * scalar_size(w.scale_type);
+    out.push_back({w.scales, params});
+    out.push_back({w.biases, params});
+  };
+  const size_t layers = std::min(weights.layers.size(), size_t(std::max(cpu_moe_layers, 0)));
+  for (size_t l = 0; l < layers; ++l) {
+    if (!weights.layers[l].moe) continue;
+    for (const MlpWeights& e : weights.layers[l].moe_ffn.experts)
+      for (const WeightMatrix* w : {&e.gate, &e.up, &e.down}) add(*w);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const MappedBytes& a, const MappedBytes& b) { return a.data < b.data; });
+  return out;
+}
+
 }  // namespace
+
+std::string describe_host_experts(const HostExperts& experts) {
+  if (experts.layers == 0) return "";
+  return "the routed experts of " + std::to_string(experts.layers) + " of " +
+         std::to_string(experts.moe_layers) +
+         " MoE layers stay in host memory and run on the CPU, keeping " +
+         human_bytes(experts.bytes) + " off the device";
+}
 
 std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgress& progress,
                                          const ModelLoadOptions& options) {
@@ -117,10 +148,22 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
   auto model = std::shared_ptr<Model>(new Model());
   model->directory_ = dir;
   const bool on_cpu = options.device.empty() || options.device == "cpu";
-  // On a device the upload reads every tensor once, and the CPU's decode tiles are not needed.
+  // On a device the upload reads every tensor it takes once, and the CPU's decode tiles are
+  // not needed; the experts it leaves to the CPU are read in after it, so the first request
+  // does not wait on the disk for them (one progress count for both).
   auto read_in = [&](const std::vector<MappedBytes>& tensors) {
     if (on_cpu) return tile_and_page_in(model->weights_, tensors, progress);
-    model->device_ = make_device_forward(options.device, model->config_, model->weights_, progress);
+    const std::vector<MappedBytes> host_experts =
+        host_expert_tensors(model->weights_, options.cpu_moe_layers);
+    uint64_t host_bytes = 0, uploaded = 0;
+    for (const MappedBytes& t : host_experts) host_bytes += t.bytes;
+    model->device_ =
+        make_device_forward(options.device, model->config_, model->weights_, options.cpu_moe_layers,
+                            [&](uint64_t done, uint64_t total) {
+                              uploaded = total;
+                              if (progress) progress(done, total + host_bytes);
+                            });
+    if (host_bytes > 0) page_in_tensors(host_experts, progress, uploaded, uploaded);
   };
   if (is_gguf_path(dir)) {
     auto file = std::make_shared<GgufFile>(dir);

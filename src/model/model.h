@@ -35,6 +35,10 @@ struct ModelLoadOptions {
   // tower the checkpoint has. A file that is not GGUF fails the load; a tower in it that does
   // not fit the model is dropped with a warning, as an optional part is.
   std::string mmproj;
+  // On a device: the routed experts of layers [0, cpu_moe_layers) stay in host memory and run
+  // on the CPU (--cpu-moe sets kAllLayers, --n-cpu-moe N sets N). No effect on the CPU.
+  static constexpr int kAllLayers = INT32_MAX;
+  int cpu_moe_layers = 0;
 };
 
 struct ForwardOptions {

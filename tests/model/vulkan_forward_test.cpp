@@ -5,6 +5,9 @@
 // (gated attention + Gated DeltaNet), Qwen3.5-MoE and Qwen3-Next (routed experts chosen on the
 // device, shared expert), Qwen3, float and MLX 4/8-bit weights, every K/V dtype; images with
 // M-RoPE; and the bound on a decode step's submissions, read-backs and dispatches.
+// And MoE models whose routed experts stay in host memory and run on the CPU (--cpu-moe, and
+// --n-cpu-moe 1: one layer's experts on the CPU, the others' on the device), which keep all of
+// those promises too.
 //
 // Against the CPU: the device computes every row with the CPU's generated-row arithmetic, where
 // the CPU computes prompt rows in another summation order, and its exp() is not glibc's; the
@@ -22,6 +25,7 @@
 #include "backend/vulkan/device_probe.h"
 #include "backend/vulkan/validation_report.h"
 #include "base/error.h"
+#include "base/human_bytes.h"
 #include "engine/speculative.h"
 #include "model/model.h"
 #include "modelgen/gguf_model_writer.h"
@@ -44,6 +48,7 @@ struct Variant {
   std::string gguf = "";       // a GGUF recipe ("q4_k_m"): one .gguf file instead of `layout`
   int linear_head_dim = 0;     // key and value head size of the delta-net layers; 0: the default
   int linear_value_heads = 0;  // 0: the default
+  int cpu_moe_layers = 0;      // ModelLoadOptions::cpu_moe_layers of the device model
 };
 
 std::ostream& operator<<(std::ostream& out, const Variant& v) { return out << v.name; }
@@ -72,6 +77,12 @@ const Variant kVariants[] = {
      modelgen::TensorDType::kF32, KvType::kF16, "q4_k_m", 32, 6},
     {"qwen3_5_moe_gguf_q3_k_kv_bf16", Arch::kQwen35Moe, modelgen::Layout::kHF, 0,
      modelgen::TensorDType::kF32, KvType::kBF16, "q3_k", 32},
+    // Routed experts on the CPU: every layer's (MLX 4-bit), the first of four layers' (GGUF
+    // Q3_K: CPU-expert and device-expert layers in one pass).
+    {"qwen3_5_moe_mlx4_kv_bf16_cpu_moe", Arch::kQwen35Moe, modelgen::Layout::kMLX, 4,
+     modelgen::TensorDType::kF32, KvType::kBF16, "", 0, 0, ModelLoadOptions::kAllLayers},
+    {"qwen3_5_moe_gguf_q3_k_kv_f32_n_cpu_moe_1", Arch::kQwen35Moe, modelgen::Layout::kHF, 0,
+     modelgen::TensorDType::kF32, KvType::kF32, "q3_k", 32, 0, 1},
 };
 
 std::string vulkan_skip_reason() {
@@ -97,10 +108,12 @@ void expect_no_validation_findings() {
   EXPECT_EQ(vulkan::process_validation_message_count(), 0u) << found;
 }
 
-// The model at `path` with its forward pass on the Vulkan device.
-std::shared_ptr<const Model> load_on_device(const std::string& path) {
+// The model at `path` with its forward pass on the Vulkan device, the routed experts of layers
+// [0, cpu_moe_layers) in host memory.
+std::shared_ptr<const Model> load_on_device(const std::string& path, int cpu_moe_layers = 0) {
   ModelLoadOptions on_device;
   on_device.device = "vulkan";
+  on_device.cpu_moe_layers = cpu_moe_layers;
   return Model::load(path, {}, on_device);
 }
 
@@ -174,7 +187,7 @@ class VulkanForwardTest : public ::testing::TestWithParam<Variant> {
       modelgen::write_random_gguf_model(o, modelgen::parse_gguf_recipe(v.gguf), path);
     }
     cpu_ = Model::load(path);
-    gpu_ = load_on_device(path);
+    gpu_ = load_on_device(path, v.cpu_moe_layers);
     V_ = gpu_->config().vocab_size;
   }
 
@@ -374,13 +387,16 @@ void expect_one_submission_per_step(const Model& model, KvType kv) {
     work.after = model.device()->counts();
     return work;
   };
+  // A layer whose routed experts run on the CPU (--cpu-moe) ends a submission: its rows and
+  // routes come back in it, and the experts' outputs go up at the start of the next.
+  const uint64_t host_layers = uint64_t(model.device()->host_experts().layers);
   step(3);  // warms the scratch buffers and the staging pool for three rows
   for (int sequences : {1, 3}) {
     const StepWork w = step(sequences);
     const std::string what = std::to_string(sequences) + " sequences";
-    EXPECT_EQ(w.submissions(), 1u) << what;
-    EXPECT_EQ(w.reads(), uint64_t(sequences)) << what;
-    EXPECT_EQ(w.writes(), 2u) << what << " (ids, positions)";
+    EXPECT_EQ(w.submissions(), 1u + host_layers) << what;
+    EXPECT_EQ(w.reads(), uint64_t(sequences) + 2 * host_layers) << what;
+    EXPECT_EQ(w.writes(), 2u + host_layers) << what << " (ids, positions, expert outputs)";
     EXPECT_EQ(w.allocations(), 0u) << what;
     EXPECT_LE(w.dispatches(), dispatch_bound(model.config(), sequences)) << what;
     EXPECT_GE(w.dispatches(), uint64_t(model.config().num_layers)) << what;
@@ -392,7 +408,7 @@ void expect_one_submission_per_step(const Model& model, KvType kv) {
 }
 
 // One decode step is one submission with its read-backs in it (on lavapipe, where the host
-// shares the device's memory: the in-place path).
+// shares the device's memory: the in-place path); one more per layer of CPU experts.
 TEST_P(VulkanForwardTest, ADecodeStepIsOneSubmission) {
   expect_one_submission_per_step(*gpu_, GetParam().kv);
 }
@@ -676,6 +692,78 @@ INSTANTIATE_TEST_SUITE_P(
                       SpeculativeVariant{"qwen3_5_moe_mlx4_kv_bf16", Arch::kQwen35Moe,
                                          modelgen::Layout::kMLX, 4, DType::kBF16}),
     [](const auto& info) { return info.param.name; });
+
+// --cpu-moe and --n-cpu-moe N against the all-device model: the experts' bytes are not
+// uploaded (the weights on the device are less by exactly what the start-up line says) but read
+// in at load, the device says which layers' experts it left (part of the cache fingerprint),
+// and the logits stay within rounding of the all-device run. N beyond the layers means all; the
+// MTP head's experts stay on the device.
+TEST(VulkanCpuMoeTest, HostExpertsLeaveTheDeviceAndKeepTheLogits) {
+  const std::string skip = vulkan_skip_reason();
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  const std::string dir = testing::make_temp_dir("vulkan_cpu_moe");
+  modelgen::ModelOptions o;
+  o.arch = Arch::kQwen35Moe;
+  o.layout = modelgen::Layout::kMLX;
+  o.quantization = modelgen::QuantParams{4, 32};
+  o.shape = modelgen::default_shape(o.arch);
+  o.shape.mtp = true;
+  o.seed = 23;
+  modelgen::write_random_model(o, dir + "/m");
+  auto all_on_device = load_on_device(dir + "/m");
+  auto first_on_cpu = load_on_device(dir + "/m", 1);
+  // The experts left on the host are read in after the upload, in the same progress count:
+  // from 0, never back, ending at its total.
+  std::vector<std::pair<uint64_t, uint64_t>> progress;
+  ModelLoadOptions experts_on_host;
+  experts_on_host.device = "vulkan";
+  experts_on_host.cpu_moe_layers = ModelLoadOptions::kAllLayers;
+  auto all_on_cpu = Model::load(
+      dir + "/m", [&](uint64_t done, uint64_t total) { progress.emplace_back(done, total); },
+      experts_on_host);
+  ASSERT_FALSE(progress.empty());
+  EXPECT_EQ(progress.front().first, 0u);
+  for (size_t i = 1; i < progress.size(); ++i) EXPECT_GE(progress[i].first, progress[i - 1].first);
+  EXPECT_EQ(progress.back().first, progress.back().second);
+  auto beyond = load_on_device(dir + "/m", 99);
+  const DeviceForward& device = *all_on_device->device();
+  const int layers = all_on_device->config().num_layers;
+  ASSERT_GE(layers, 2);
+
+  EXPECT_EQ(device.host_experts().layers, 0);
+  EXPECT_EQ(describe_host_experts(device.host_experts()), "");
+  const HostExperts one = first_on_cpu->device()->host_experts();
+  const HostExperts all = all_on_cpu->device()->host_experts();
+  EXPECT_EQ(one.layers, 1);
+  EXPECT_EQ(one.moe_layers, layers);
+  EXPECT_EQ(all.layers, layers);
+  EXPECT_GT(one.bytes, 0u);
+  EXPECT_EQ(all.bytes, one.bytes * uint64_t(layers));  // the layers' experts are of one size
+  EXPECT_EQ(device.weight_bytes() - first_on_cpu->device()->weight_bytes(), one.bytes);
+  EXPECT_EQ(device.weight_bytes() - all_on_cpu->device()->weight_bytes(), all.bytes);
+  EXPECT_EQ(beyond->device()->host_experts().layers, layers);
+  EXPECT_EQ(describe_host_experts(all),
+            "the routed experts of " + std::to_string(layers) + " of " + std::to_string(layers) +
+                " MoE layers stay in host memory and run on the CPU, keeping " +
+                human_bytes(all.bytes) + " off the device");
+  EXPECT_NE(all_on_cpu->backend_description(), all_on_device->backend_description());
+  EXPECT_TRUE(all_on_cpu->has_mtp());
+
+  std::mt19937_64 rng(3);
+  std::vector<int32_t> prompt(29);
+  const int V = all_on_device->config().vocab_size;
+  for (int32_t& t : prompt) t = int32_t(rng() % uint64_t(V));
+  std::vector<float> expected(static_cast<size_t>(V)), got(static_cast<size_t>(V));
+  ModelState reference = all_on_device->new_state(KvType::kF32);
+  all_on_device->forward(prompt, reference, expected.data());
+  for (const auto& model : {first_on_cpu, all_on_cpu}) {
+    ModelState state = model->new_state(KvType::kF32);
+    model->forward(prompt, state, got.data());
+    EXPECT_LT(testing::relative_error(got, expected), 2e-4);
+  }
+  std::filesystem::remove_all(dir);
+  expect_no_validation_findings();
+}
 
 // A state of the CPU model is refused by the device model, and the other way round.
 TEST(VulkanForwardMixTest, StatesDoNotCrossBackends) {

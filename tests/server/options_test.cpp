@@ -177,6 +177,25 @@ TEST_F(OptionsTest, MissingModelIsAnErrorNamingIt) {
   }
 }
 
+// --cpu-moe: every layer's routed experts on the CPU; --n-cpu-moe N: the first N layers'. Both
+// parse whatever the device (they do nothing on the CPU, as the help says), exclude each other,
+// and N is not negative.
+TEST_F(OptionsTest, CpuMoeFlagsSetTheLayersWhoseExpertsStayOnTheCpu) {
+  EXPECT_EQ(parse({}).options->cpu_moe_layers, 0);
+  EXPECT_EQ(parse({"--device", "vulkan", "--cpu-moe"}).options->cpu_moe_layers, INT32_MAX);
+  EXPECT_EQ(parse({"--device", "vulkan", "--n-cpu-moe", "3"}).options->cpu_moe_layers, 3);
+  EXPECT_EQ(parse({"--cpu-moe"}).options->cpu_moe_layers, INT32_MAX);
+  EXPECT_EQ(parse({"--n-cpu-moe", "0"}).options->cpu_moe_layers, 0);
+  EXPECT_FALSE(parse({"--n-cpu-moe", "-1"}).options);
+  EXPECT_FALSE(parse({"--cpu-moe", "--n-cpu-moe", "2"}).options);
+  testing::internal::CaptureStdout();
+  parse({"--help"});
+  const std::string help = testing::internal::GetCapturedStdout();
+  EXPECT_NE(help.find("--cpu-moe"), std::string::npos);
+  EXPECT_NE(help.find("--n-cpu-moe"), std::string::npos);
+  EXPECT_NE(help.find("No effect with --device cpu"), std::string::npos);
+}
+
 TEST_F(OptionsTest, InvalidFlagValuesExitNonZero) {
   EXPECT_NE(parse({"--log-format", "xml"}).exit_code, 0);
   EXPECT_NE(parse({"--port", "abc"}).exit_code, 0);

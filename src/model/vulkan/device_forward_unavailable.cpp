@@ -6,7 +6,7 @@
 namespace qmlx {
 
 std::unique_ptr<DeviceForward> make_device_forward(const std::string& device, const ModelConfig&,
-                                                   const ModelWeights&,
+                                                   const ModelWeights&, int,
                                                    const std::function<void(uint64_t, uint64_t)>&) {
   throw Error("--device " + device +
               ": this qmlx was built without the Vulkan backend (it needs libvulkan-dev and "

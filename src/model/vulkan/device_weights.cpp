@@ -100,6 +100,9 @@ class Uploader {
   size_t bytes_ = 0;
 };
 
+// Whether layer `l`'s routed experts stay in host memory (--cpu-moe, --n-cpu-moe).
+bool experts_on_host(size_t l, int cpu_moe_layers) { return int64_t(l) < cpu_moe_layers; }
+
 void check_matrix(const WeightMatrix& w, const std::string& name) {
   std::string why;
   if (!device_matmul_supports(w, &why))
@@ -113,7 +116,9 @@ void check_mlp(const MlpWeights& m, const std::string& at) {
   check_matrix(m.down, at + "down_proj");
 }
 
-void check_moe(const MoeWeights& m, const ModelConfig& c, const std::string& at) {
+// host_experts: the routed experts stay in host memory, where the CPU runs any format it reads.
+void check_moe(const MoeWeights& m, const ModelConfig& c, bool host_experts,
+               const std::string& at) {
   const int E = int(m.experts.size()), k = c.experts_per_token;
   if (E > kMaxRouterExperts || k > kMaxRouterTopK || k > E || k <= 0)
     throw Error("--device vulkan: " + at + "MoE block routes to " + std::to_string(k) + " of " +
@@ -121,7 +126,7 @@ void check_moe(const MoeWeights& m, const ModelConfig& c, const std::string& at)
                 std::to_string(kMaxRouterTopK) + " of " + std::to_string(kMaxRouterExperts) +
                 " (use --device cpu)");
   check_matrix(m.router, at + "router");
-  for (int e = 0; e < E; ++e)
+  for (int e = 0; e < E && !host_experts; ++e)
     check_mlp(m.experts[size_t(e)], at + "expert " + std::to_string(e) + " ");
   if (m.has_shared_expert) {
     check_mlp(m.shared, at + "shared expert ");
@@ -130,7 +135,8 @@ void check_moe(const MoeWeights& m, const ModelConfig& c, const std::string& at)
 }
 
 // Every reason the device cannot run `layer` (`at` names it in messages).
-void check_layer(const ModelConfig& c, const LayerWeights& layer, const std::string& at) {
+void check_layer(const ModelConfig& c, const LayerWeights& layer, bool host_experts,
+                 const std::string& at) {
   if (layer.full_attention) {
     const AttentionWeights& a = layer.attention;
     for (const auto& [m, name] :
@@ -155,24 +161,25 @@ void check_layer(const ModelConfig& c, const LayerWeights& layer, const std::str
       check_matrix(*m, at + name);
   }
   if (layer.moe)
-    check_moe(layer.moe_ffn, c, at);
+    check_moe(layer.moe_ffn, c, host_experts, at);
   else
     check_mlp(layer.mlp, at + "mlp ");
 }
 
 // Every reason the device cannot run this model, found before any upload.
-void check_supported(const ModelConfig& c, const ModelWeights& weights) {
+void check_supported(const ModelConfig& c, const ModelWeights& weights, int cpu_moe_layers) {
   check_matrix(weights.embed, "the token embedding");
   check_matrix(weights.head, "the LM head");
   for (size_t l = 0; l < weights.layers.size(); ++l)
-    check_layer(c, weights.layers[l], "layer " + std::to_string(l) + "'s ");
+    check_layer(c, weights.layers[l], experts_on_host(l, cpu_moe_layers),
+                "layer " + std::to_string(l) + "'s ");
 }
 
 // Why the device cannot run the MTP head, or "" when it can (fc is taken in two halves of H
 // columns, which must not cut its quantization groups).
 std::string mtp_unsupported(const ModelConfig& c, const MtpWeights& m) {
   try {
-    check_layer(c, m.layer, "the MTP head's ");
+    check_layer(c, m.layer, /*host_experts=*/false, "the MTP head's ");
     check_matrix(m.fc, "the MTP head's fc");
   } catch (const Error& e) {
     return e.what();
@@ -188,7 +195,14 @@ uint64_t mlp_bytes(const MlpWeights& m) {
   return on_device(m.gate) + on_device(m.up) + on_device(m.down);
 }
 
-uint64_t layer_bytes(const LayerWeights& l) {
+uint64_t experts_bytes(const MoeWeights& m) {
+  uint64_t total = 0;
+  for (const MlpWeights& e : m.experts) total += mlp_bytes(e);
+  return total;
+}
+
+// host_experts: without the routed experts, which stay in host memory.
+uint64_t layer_bytes(const LayerWeights& l, bool host_experts) {
   uint64_t total = (l.input_norm.size() + l.post_norm.size()) * 4;
   if (l.full_attention) {
     const AttentionWeights& a = l.attention;
@@ -201,34 +215,50 @@ uint64_t layer_bytes(const LayerWeights& l) {
   }
   if (!l.moe) return total + mlp_bytes(l.mlp);
   const MoeWeights& m = l.moe_ffn;
-  total += on_device(m.router);
-  for (const MlpWeights& e : m.experts) total += mlp_bytes(e);
+  total += on_device(m.router) + (host_experts ? 0 : experts_bytes(m));
   if (m.has_shared_expert) total += mlp_bytes(m.shared) + on_device(m.shared_gate);
   return total;
 }
 
 uint64_t mtp_bytes(const MtpWeights& m) {
-  return on_device(m.fc) + layer_bytes(m.layer) +
+  return on_device(m.fc) + layer_bytes(m.layer, /*host_experts=*/false) +
          (m.embedding_norm.size() + m.hidden_norm.size() + m.final_norm.size()) * 4;
 }
 
-uint64_t total_bytes(const ModelWeights& w, bool with_mtp) {
+uint64_t total_bytes(const ModelWeights& w, bool with_mtp, int cpu_moe_layers) {
   uint64_t total = on_device(w.embed) + (w.head.data == w.embed.data ? 0 : on_device(w.head));
   total += w.final_norm.size() * 4;
-  for (const LayerWeights& l : w.layers) total += layer_bytes(l);
+  for (size_t l = 0; l < w.layers.size(); ++l)
+    total += layer_bytes(w.layers[l], experts_on_host(l, cpu_moe_layers));
   return total + (with_mtp ? mtp_bytes(*w.mtp) : 0);
+}
+
+HostExperts host_experts(const ModelWeights& w, int cpu_moe_layers) {
+  HostExperts h;
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    if (!w.layers[l].moe) continue;
+    h.moe_layers++;
+    if (!experts_on_host(l, cpu_moe_layers)) continue;
+    h.layers++;
+    h.bytes += experts_bytes(w.layers[l].moe_ffn);
+  }
+  return h;
 }
 
 DeviceMlp upload_mlp(Uploader& up, const MlpWeights& m) {
   return {up.matrix(m.gate), up.matrix(m.up), up.matrix(m.down)};
 }
 
-DeviceMoe upload_moe(Uploader& up, const MoeWeights& m) {
+DeviceMoe upload_moe(Uploader& up, const MoeWeights& m, bool host_experts) {
   DeviceMoe d;
   d.router = up.matrix(m.router);
-  d.gate = up.experts(m.experts, &MlpWeights::gate);
-  d.up = up.experts(m.experts, &MlpWeights::up);
-  d.down = up.experts(m.experts, &MlpWeights::down);
+  if (host_experts) {
+    d.host = &m;
+  } else {
+    d.gate = up.experts(m.experts, &MlpWeights::gate);
+    d.up = up.experts(m.experts, &MlpWeights::up);
+    d.down = up.experts(m.experts, &MlpWeights::down);
+  }
   d.has_shared_expert = m.has_shared_expert;
   if (m.has_shared_expert) {
     d.shared = upload_mlp(up, m.shared);
@@ -237,7 +267,8 @@ DeviceMoe upload_moe(Uploader& up, const MoeWeights& m) {
   return d;
 }
 
-DeviceLayer upload_layer(Uploader& up, const ModelConfig& c, const LayerWeights& l) {
+DeviceLayer upload_layer(Uploader& up, const ModelConfig& c, const LayerWeights& l,
+                         bool host_experts) {
   DeviceLayer d;
   d.full_attention = l.full_attention;
   d.input_norm = up.floats(l.input_norm);
@@ -279,7 +310,7 @@ DeviceLayer upload_layer(Uploader& up, const ModelConfig& c, const LayerWeights&
   }
   d.moe = l.moe;
   if (l.moe)
-    d.moe_ffn = upload_moe(up, l.moe_ffn);
+    d.moe_ffn = upload_moe(up, l.moe_ffn, host_experts);
   else
     d.mlp = upload_mlp(up, l.mlp);
   return d;
@@ -296,32 +327,39 @@ DeviceMtp upload_mtp(Uploader& up, const ModelConfig& c, const MtpWeights& m) {
   d.embedding_norm = up.floats(m.embedding_norm);
   d.hidden_norm = up.floats(m.hidden_norm);
   d.final_norm = up.floats(m.final_norm);
-  d.layer = upload_layer(up, c, m.layer);
+  d.layer = upload_layer(up, c, m.layer, /*host_experts=*/false);
   return d;
 }
 
 }  // namespace
 
 DeviceWeights upload_weights(Context& context, const ModelConfig& c, const ModelWeights& weights,
+                             int cpu_moe_layers,
                              const std::function<void(uint64_t, uint64_t)>& progress) {
-  check_supported(c, weights);
+  check_supported(c, weights, cpu_moe_layers);
   DeviceWeights out;
   if (weights.mtp) out.mtp_unavailable = mtp_unsupported(c, *weights.mtp);
   const bool with_mtp = weights.mtp && out.mtp_unavailable.empty();
-  const uint64_t need = total_bytes(weights, with_mtp);
+  out.host_experts = host_experts(weights, cpu_moe_layers);
+  const uint64_t need = total_bytes(weights, with_mtp, cpu_moe_layers);
   const uint64_t have = usable_device_memory(context.device_info());
+  const bool experts_left = out.host_experts.layers < out.host_experts.moe_layers;
   if (need > have)
-    throw Error("--device vulkan: the weights take " + human_bytes(need) + " on " +
-                context.device_info().name + ", which has " + human_bytes(have) +
-                " of device memory" +
-                (std::getenv("QMLX_VULKAN_MEMORY_MB") ? " (QMLX_VULKAN_MEMORY_MB)" : "") +
-                "; a smaller quantization fits, or --device cpu");
+    throw Error(
+        "--device vulkan: the weights take " + human_bytes(need) + " on " +
+        context.device_info().name + ", which has " + human_bytes(have) + " of device memory" +
+        (std::getenv("QMLX_VULKAN_MEMORY_MB") ? " (QMLX_VULKAN_MEMORY_MB)" : "") +
+        "; a smaller quantization fits" +
+        (experts_left ? ", or --cpu-moe / --n-cpu-moe N (the routed experts in host memory)" : "") +
+        ", or --device cpu");
   Uploader up(context, progress, need);
   out.embed = up.matrix(weights.embed);
   out.tied = weights.head.data == weights.embed.data;
   if (!out.tied) out.head = up.matrix(weights.head);
   out.final_norm = up.floats(weights.final_norm);
-  for (const LayerWeights& l : weights.layers) out.layers.push_back(upload_layer(up, c, l));
+  for (size_t l = 0; l < weights.layers.size(); ++l)
+    out.layers.push_back(
+        upload_layer(up, c, weights.layers[l], experts_on_host(l, cpu_moe_layers)));
   if (with_mtp) out.mtp = upload_mtp(up, c, *weights.mtp);
   up.finish();
   out.bytes = up.bytes();

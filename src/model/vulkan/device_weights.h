@@ -4,7 +4,8 @@
 // whose rows are [q_h | gate_h] per head, is uploaded as two matrices (the q rows, the gate
 // rows), so each projection's output is contiguous for the per-head norm and the gate. And a MoE
 // block's routed experts are stacked per projection (backend/vulkan/matmul_by_expert.h), so the
-// expert the router picks on the device can be addressed there.
+// expert the router picks on the device can be addressed there. Or, for the layers --cpu-moe /
+// --n-cpu-moe name, not uploaded at all: those experts stay in host memory and run on the CPU.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "backend/vulkan/matmul.h"
 #include "backend/vulkan/matmul_by_expert.h"
 #include "model/config.h"
+#include "model/device_forward.h"
 #include "model/weights.h"
 
 namespace qmlx::vulkan {
@@ -36,7 +38,10 @@ struct DeviceMlp {
 
 struct DeviceMoe {
   DeviceMatrix router;           // [E, H]
-  DeviceExperts gate, up, down;  // E stacked matrices each
+  DeviceExperts gate, up, down;  // E stacked matrices each; empty when `host` is set
+  // The routed experts in host memory (the model's own weights, which outlive the device
+  // forward pass), run by the CPU kernels; null when they are on the device.
+  const MoeWeights* host = nullptr;
   bool has_shared_expert = false;
   DeviceMlp shared;
   DeviceMatrix shared_gate;  // [1, H]
@@ -69,6 +74,7 @@ struct DeviceWeights {
   std::optional<DeviceMtp> mtp;  // when the model has an MTP head the device can run
   std::string mtp_unavailable;   // why a head the model has is not on the device
   size_t bytes = 0;              // device memory of all of the above
+  HostExperts host_experts;      // the routed experts left in host memory
 
   const DeviceMatrix& lm_head() const { return tied ? embed : head; }
 };
@@ -76,8 +82,10 @@ struct DeviceWeights {
 // Throws qmlx::Error naming the first tensor the device cannot run (its format, or a layer kind
 // not on the device yet), before uploading anything. An MTP head the device cannot run is left
 // out instead (mtp_unavailable says why): it is optional. `progress` hears bytes uploaded of all.
+// The routed experts of layers [0, cpu_moe_layers) stay in host memory (any format the CPU
+// reads); the MTP head's are uploaded whatever cpu_moe_layers says.
 DeviceWeights upload_weights(Context& context, const ModelConfig& config,
-                             const ModelWeights& weights,
+                             const ModelWeights& weights, int cpu_moe_layers,
                              const std::function<void(uint64_t, uint64_t)>& progress);
 
 }  // namespace qmlx::vulkan

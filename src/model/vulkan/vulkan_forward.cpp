@@ -1,6 +1,7 @@
 // The decoder stack on a Vulkan device (model/device_forward.h): the forward pass of layers.h
 // and model.cpp recorded from the backend's operations, one command buffer and one submission
-// per call, whatever the number of sequences and layers:
+// per call, whatever the number of sequences and layers; plus one submission per layer whose
+// routed experts stay in host memory (--cpu-moe, --n-cpu-moe), see MoE below:
 //
 //   h = embed(ids)
 //   per layer: h += Mixer(RMSNorm_in(h)); h += FFN(RMSNorm_post(h))
@@ -14,7 +15,12 @@
 //     MoE:        router logits; softmax top k (renormalised when configured) on the device;
 //                 each token's k experts' MLPs by expert id from those choices (no read-back:
 //                 the whole step stays one submission); their weighted sum; plus the shared
-//                 expert's MLP gated by sigmoid(shared_expert_gate x)
+//                 expert's MLP gated by sigmoid(shared_expert_gate x). A layer whose routed
+//                 experts are in host memory submits what was recorded up to its route
+//                 choices, reads back the normed rows and the expert ids, runs each route's
+//                 expert MLP on the CPU (layers.h's routed_experts, the CPU model's own code
+//                 and row-kind split, so a route's result does not depend on its batch), uploads
+//                 the routes' outputs and records on from the weighted sum.
 //   logits = head(RMSNorm_final(h)) for the rows someone reads
 //
 // The projections and norms run over all rows of the batch at once; what reads or advances a
@@ -42,6 +48,7 @@
 #include "backend/vulkan/rms_norm_gated.h"
 #include "backend/vulkan/rope.h"
 #include "base/error.h"
+#include "model/layers.h"
 #include "model/model.h"
 #include "model/vulkan/device_weights.h"
 #include "model/vulkan/row_inputs.h"
@@ -75,6 +82,26 @@ void ensure(Context& context, Buffer& buffer, size_t bytes) {
   if (!buffer || buffer.size() < bytes) buffer = context.create_buffer(bytes);
 }
 
+// The commands of one call, submitted in pieces where the host must act between two of them
+// (a layer whose routed experts run on the CPU): a CommandRecorder submits once, so recording
+// goes on in a new one after each piece.
+class Recording {
+ public:
+  explicit Recording(Context& context)
+      : context_(context), recorder_(std::make_unique<CommandRecorder>(context)) {}
+  CommandRecorder& commands() { return *recorder_; }
+  // Runs what was recorded so far and waits for it; recording continues after it.
+  void submit_and_continue() {
+    finish();
+    recorder_ = std::make_unique<CommandRecorder>(context_);
+  }
+  void finish() { recorder_->submit_and_wait(); }
+
+ private:
+  Context& context_;
+  std::unique_ptr<CommandRecorder> recorder_;
+};
+
 class VulkanForward final : public DeviceForward {
  public:
   VulkanForward(std::shared_ptr<Context> context, const ModelConfig& config, DeviceWeights weights)
@@ -84,12 +111,17 @@ class VulkanForward final : public DeviceForward {
                    info.driver_name + " " + info.driver_info + ", driver " +
                    std::to_string(info.driver_version) + ", fma " +
                    fma_mode_name(context_->fma_mode()) + ")";
+    // Part of the cache fingerprint: the CPU's expert arithmetic is not the device's.
+    if (w_.host_experts.layers > 0)
+      description_ += ", routed experts of " + std::to_string(w_.host_experts.layers) + " of " +
+                      std::to_string(w_.host_experts.moe_layers) + " MoE layers on the CPU";
     for (const DeviceLayer& l : w_.layers) (l.full_attention ? attention_layers_ : delta_layers_)++;
   }
 
   std::string description() const override { return description_; }
   size_t weight_bytes() const override { return w_.bytes; }
   uint64_t memory_bytes() const override { return usable_device_memory(context_->device_info()); }
+  HostExperts host_experts() const override { return w_.host_experts; }
 
   TransferCounts counts() const override {
     std::lock_guard lock(mutex_);
@@ -226,6 +258,9 @@ class VulkanForward final : public DeviceForward {
     Buffer head_in, logits;                    // LM head
     Buffer mtp_hidden, mtp_fc;                 // MTP head: its hidden input, fc's second half
     Buffer seq_a, seq_b, seq_c, seq_pos;       // one sequence's rows, when the batch has more
+    // A MoE layer's routed experts on the CPU: its normed rows, route ids and route outputs.
+    std::vector<float> host_x, host_routed;
+    std::vector<int32_t> host_ids;
   };
 
   // A sequence with its recurrent buffers allocated (contents undefined) and no K/V rows yet.
@@ -273,16 +308,19 @@ class VulkanForward final : public DeviceForward {
                           const std::vector<Span>& spans, int T) const;
   void record_mlp(CommandRecorder& rec, const DeviceMlp& w, int T, const Buffer& out) const;
   // One decoder layer over s_.h: h += Mixer(RMSNorm_in(h)); h += FFN(RMSNorm_post(h)). `slot`
-  // is the layer's index among the sequences' attention (or recurrent) layers.
-  void record_decoder_layer(CommandRecorder& rec, const DeviceLayer& layer, size_t slot,
-                            const std::vector<Span>& spans, int T) const;
+  // is the layer's index among the sequences' attention (or recurrent) layers; the last
+  // `generated_rows` of the T rows are generated rows.
+  void record_decoder_layer(Recording& rec, const DeviceLayer& layer, size_t slot,
+                            const std::vector<Span>& spans, int T, int generated_rows) const;
   // The RoPE table grown to cover positions below `end`.
   void cover_positions(int64_t end) const;
   // A call's row inputs into the scratch buffers: upload before recording anything, then
   // record_image_rows after the embedding.
   void upload_row_inputs(CommandRecorder& rec, const RowInputs& in) const;
   void record_image_rows(CommandRecorder& rec) const;
-  void record_moe(CommandRecorder& rec, const DeviceMoe& w, int T) const;
+  void record_moe(Recording& rec, const DeviceMoe& w, int T, int generated_rows) const;
+  // s_.routed from the routes in s_.route_ids, by the CPU over the host experts `w`.
+  void run_host_experts(Recording& rec, const MoeWeights& w, int T, int generated_rows) const;
 
   std::shared_ptr<Context> context_;
   ModelConfig c_;
@@ -341,7 +379,7 @@ void VulkanForward::prepare_scratch(int T, int head_rows, size_t scores_bytes,
       I = std::max(I, size_t(l.mlp.gate.rows));
       continue;
     }
-    E = std::max(E, size_t(l.moe_ffn.gate.experts));
+    E = std::max(E, size_t(l.moe_ffn.router.rows));
     routed_I = std::max(routed_I, size_t(l.moe_ffn.gate.rows));
     if (l.moe_ffn.has_shared_expert) I = std::max(I, size_t(l.moe_ffn.shared.gate.rows));
   }
@@ -480,27 +518,53 @@ void VulkanForward::record_mlp(CommandRecorder& rec, const DeviceMlp& w, int T,
 // active expert once over its rows; here every route (token, j-th choice) is a row of its own
 // through its expert's matrices (matmul_by_expert.h), which gives each row the same result,
 // needs no host to read the router's choice, and never lets one row's work depend on another's.
-void VulkanForward::record_moe(CommandRecorder& rec, const DeviceMoe& w, int T) const {
+// Host experts (w.host) run on the CPU between two submissions instead.
+void VulkanForward::record_moe(Recording& recording, const DeviceMoe& w, int T,
+                               int generated_rows) const {
   const int H = c_.hidden_size, k = c_.experts_per_token;
-  record_matmul(rec, w.router, s_.normed, T, s_.router);
-  record_moe_route(rec, s_.router, T, w.gate.experts, k, c_.norm_topk_prob, s_.route_ids,
+  CommandRecorder* rec = &recording.commands();
+  record_matmul(*rec, w.router, s_.normed, T, s_.router);
+  record_moe_route(*rec, s_.router, T, w.router.rows, k, c_.norm_topk_prob, s_.route_ids,
                    s_.route_weights);
-  record_matmul_by_expert(rec, w.gate, s_.normed, ExpertInput::kToken, s_.route_ids, T, k,
-                          s_.expert_gate);
-  record_matmul_by_expert(rec, w.up, s_.normed, ExpertInput::kToken, s_.route_ids, T, k,
-                          s_.expert_up);
-  record_silu_mul(rec, s_.expert_gate, s_.expert_up, size_t(T) * k * w.gate.rows);
-  record_matmul_by_expert(rec, w.down, s_.expert_gate, ExpertInput::kRoute, s_.route_ids, T, k,
-                          s_.routed);
-  record_moe_combine(rec, s_.routed, s_.route_ids, s_.route_weights, T, k, H, s_.delta);
+  if (w.host) {
+    run_host_experts(recording, *w.host, T, generated_rows);
+    rec = &recording.commands();
+  } else {
+    record_matmul_by_expert(*rec, w.gate, s_.normed, ExpertInput::kToken, s_.route_ids, T, k,
+                            s_.expert_gate);
+    record_matmul_by_expert(*rec, w.up, s_.normed, ExpertInput::kToken, s_.route_ids, T, k,
+                            s_.expert_up);
+    record_silu_mul(*rec, s_.expert_gate, s_.expert_up, size_t(T) * k * w.gate.rows);
+    record_matmul_by_expert(*rec, w.down, s_.expert_gate, ExpertInput::kRoute, s_.route_ids, T, k,
+                            s_.routed);
+  }
+  record_moe_combine(*rec, s_.routed, s_.route_ids, s_.route_weights, T, k, H, s_.delta);
   if (!w.has_shared_expert) return;
-  record_mlp(rec, w.shared, T, s_.shared);
-  record_matmul(rec, w.shared_gate, s_.normed, T, s_.shared_gate);
-  record_shared_expert_add(rec, s_.delta, s_.shared, s_.shared_gate, T, H);
+  record_mlp(*rec, w.shared, T, s_.shared);
+  record_matmul(*rec, w.shared_gate, s_.normed, T, s_.shared_gate);
+  record_shared_expert_add(*rec, s_.delta, s_.shared, s_.shared_gate, T, H);
 }
 
-void VulkanForward::record_decoder_layer(CommandRecorder& rec, const DeviceLayer& layer,
-                                         size_t slot, const std::vector<Span>& spans, int T) const {
+void VulkanForward::run_host_experts(Recording& rec, const MoeWeights& w, int T,
+                                     int generated_rows) const {
+  const size_t rows = size_t(T) * c_.hidden_size, routes = size_t(T) * c_.experts_per_token;
+  s_.host_x.resize(rows);
+  s_.host_ids.resize(routes);
+  s_.host_routed.resize(routes * c_.hidden_size);
+  // The rows and routes come back in the submission that computed them, and the experts'
+  // outputs go up at the start of the next.
+  rec.commands().download(s_.normed, 0, s_.host_x.data(), rows * 4);
+  rec.commands().download(s_.route_ids, 0, s_.host_ids.data(), routes * 4);
+  rec.submit_and_continue();
+  routed_experts(w.experts, c_, s_.host_x.data(), T, generated_rows, s_.host_ids.data(),
+                 s_.host_routed.data());
+  rec.commands().upload(s_.routed, 0, s_.host_routed.data(), s_.host_routed.size() * 4);
+}
+
+void VulkanForward::record_decoder_layer(Recording& recording, const DeviceLayer& layer,
+                                         size_t slot, const std::vector<Span>& spans, int T,
+                                         int generated_rows) const {
+  CommandRecorder& rec = recording.commands();
   const int H = c_.hidden_size;
   const size_t n = size_t(T) * H;
   record_rms_norm(rec, s_.h, layer.input_norm, s_.normed, T, H, c_.rms_norm_eps, false);
@@ -511,10 +575,11 @@ void VulkanForward::record_decoder_layer(CommandRecorder& rec, const DeviceLayer
   record_add(rec, s_.h, s_.delta, n);
   record_rms_norm(rec, s_.h, layer.post_norm, s_.normed, T, H, c_.rms_norm_eps, false);
   if (layer.moe)
-    record_moe(rec, layer.moe_ffn, T);
+    record_moe(recording, layer.moe_ffn, T, generated_rows);
   else
     record_mlp(rec, layer.mlp, T, s_.delta);
-  record_add(rec, s_.h, s_.delta, n);
+  // The recorder to go on in: record_moe may have submitted `rec` and begun another.
+  record_add(recording.commands(), s_.h, s_.delta, n);
 }
 
 void VulkanForward::cover_positions(int64_t end) const {
@@ -569,7 +634,7 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
   std::vector<Span> spans;
   RowInputs inputs;
   std::vector<int64_t> deltas;  // each state's rope_delta after its rows
-  int T = 0, max_count = 0, head_rows = 0;
+  int T = 0, max_count = 0, head_rows = 0, generated_rows = 0;
   size_t scores_bytes = 0;
   // Everything that can be refused (an image without its embeddings, a position past int32) is,
   // before anything is recorded: the states stay untouched.
@@ -584,30 +649,33 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
     int64_t delta = seg->state->rope_delta;
     add_sequence_rows(inputs, seg->tokens, sp.position, sp.position, seg->images, delta, c_);
     deltas.push_back(delta);
+    // Prompt segments come first (DeviceForward::forward), so these are the last rows.
+    if (seg->kind == RowKind::kGenerated) generated_rows += sp.count;
     T += sp.count;
     max_count = std::max(max_count, sp.count);
     head_rows += seg->all_logits ? sp.count : (seg->logits ? 1 : 0);
     spans.push_back(sp);
   }
 
-  CommandRecorder rec(ctx);
   std::vector<Buffer> retired;
+  Recording recording(ctx);
   for (const Span& sp : spans) {
-    sp.sequence->reserve(sp.position + sp.count, sp.position, rec, retired);
+    sp.sequence->reserve(sp.position + sp.count, sp.position, recording.commands(), retired);
     if (sp.keep_history) prepare_history(*sp.sequence, sp.count);
     if (sp.segment->kind == RowKind::kGenerated && attention_layers_ > 0)
       scores_bytes = std::max(scores_bytes,
                               size_t(sp.count) * c_.num_heads * size_t(sp.sequence->capacity) * 4);
   }
   prepare_scratch(T, std::max(head_rows, 1), scores_bytes, max_count);
-  upload_row_inputs(rec, inputs);
+  upload_row_inputs(recording.commands(), inputs);
 
-  record_embedding(rec, w_.embed, s_.ids, T, s_.h);
-  record_image_rows(rec);
+  record_embedding(recording.commands(), w_.embed, s_.ids, T, s_.h);
+  record_image_rows(recording.commands());
   size_t attention_slot = 0, delta_slot = 0;
   for (const DeviceLayer& layer : w_.layers)
-    record_decoder_layer(rec, layer, layer.full_attention ? attention_slot++ : delta_slot++, spans,
-                         T);
+    record_decoder_layer(recording, layer, layer.full_attention ? attention_slot++ : delta_slot++,
+                         spans, T, generated_rows);
+  CommandRecorder& rec = recording.commands();
   record_rms_norm(rec, s_.h, w_.final_norm, s_.normed, T, H, c_.rms_norm_eps, false);
   // The rows the LM head reads, gathered, and where their logits go.
   std::vector<float*> head_out;
@@ -623,14 +691,15 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
   }
   if (!head_out.empty())
     record_matmul(rec, w_.lm_head(), s_.head_in, int(head_out.size()), s_.logits);
-  // The read-backs ride in the same submission: one wait for the whole step.
+  // The read-backs ride in the last submission: one wait for the whole step (with experts on
+  // the CPU, one more per such layer).
   for (size_t r = 0; r < head_out.size(); ++r)
     rec.download(s_.logits, r * size_t(V) * 4, head_out[r], size_t(V) * 4);
   for (const Span& sp : spans)
     if (sp.segment->final_hidden)
       rec.download(s_.normed, size_t(sp.first) * row, sp.segment->final_hidden,
                    size_t(sp.count) * row);
-  rec.submit_and_wait();
+  recording.finish();
 
   for (size_t i = 0; i < spans.size(); ++i) spans[i].segment->state->rope_delta = deltas[i];
   for (const Span& sp : spans) {
@@ -664,8 +733,9 @@ void VulkanForward::mtp_forward(std::span<const float> hidden, std::span<const i
   int64_t delta = state.rope_delta;
   add_sequence_rows(inputs, next_tokens, state.position, state.position + 1, images, delta, c_);
 
-  CommandRecorder rec(ctx);
   std::vector<Buffer> retired;
+  Recording recording(ctx);  // one submission: the MTP head's experts are on the device
+  CommandRecorder& rec = recording.commands();
   VulkanSequence& seq = *spans[0].sequence;
   seq.reserve(state.position + T, state.position, rec, retired);
   const size_t scores_bytes =
@@ -684,13 +754,13 @@ void VulkanForward::mtp_forward(std::span<const float> hidden, std::span<const i
   record_matmul(rec, m.fc_embedding, s_.normed, T, s_.h);
   record_matmul(rec, m.fc_hidden, s_.delta, T, s_.mtp_fc);
   record_add(rec, s_.h, s_.mtp_fc, size_t(T) * H);
-  record_decoder_layer(rec, m.layer, 0, spans, T);
+  record_decoder_layer(recording, m.layer, 0, spans, T, rows == RowKind::kGenerated ? T : 0);
   record_rms_norm(rec, s_.h, m.final_norm, s_.normed, T, H, c_.rms_norm_eps, false);
   rec.copy(s_.normed, size_t(T - 1) * row, s_.head_in, 0, row);
   record_matmul(rec, w_.lm_head(), s_.head_in, 1, s_.logits);
   rec.download(s_.logits, 0, last_logits, size_t(V) * 4);
   if (last_hidden) rec.download(s_.head_in, 0, last_hidden, row);
-  rec.submit_and_wait();
+  recording.finish();
   state.rope_delta = delta;
 }
 
@@ -699,11 +769,12 @@ void VulkanForward::mtp_forward(std::span<const float> hidden, std::span<const i
 
 std::unique_ptr<DeviceForward> make_device_forward(
     const std::string& device, const ModelConfig& config, const ModelWeights& weights,
-    const std::function<void(uint64_t, uint64_t)>& progress) {
+    int cpu_moe_layers, const std::function<void(uint64_t, uint64_t)>& progress) {
   vulkan::ContextOptions options;
   options.device = device;
   std::shared_ptr<vulkan::Context> context = vulkan::Context::create(options);
-  vulkan::DeviceWeights uploaded = vulkan::upload_weights(*context, config, weights, progress);
+  vulkan::DeviceWeights uploaded =
+      vulkan::upload_weights(*context, config, weights, cpu_moe_layers, progress);
   return std::make_unique<vulkan::VulkanForward>(std::move(context), config, std::move(uploaded));
 }
 

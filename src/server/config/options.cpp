@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/process.h"
 #include "cache/config.h"
+#include "engine/cpu_moe_flags.h"
 #include "engine/speculative_config.h"
 
 namespace qmlx::server {
@@ -287,8 +288,11 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--device", options.device,
-                 "Where the forward pass runs: cpu (default), vulkan (the first Vulkan device that can run it, a discrete GPU before an integrated one or lavapipe) or vulkan:N (qmlx devices lists them)")
+                 "Where the forward pass runs: cpu (default), vulkan (the first Vulkan device that "
+                 "can run it, a discrete GPU before an integrated one or lavapipe) or vulkan:N "
+                 "(qmlx devices lists them)")
       ->capture_default_str();
+  add_cpu_moe_flags(app, options.cpu_moe_layers);
   app.add_option("--mmproj", options.mmproj,
                  "A llama.cpp mmproj GGUF file holding the vision tower (Qwen3-VL / Qwen3.5 "
                  "merger): images are read with it, in place of the checkpoint's own tower. One "

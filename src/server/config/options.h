@@ -69,7 +69,10 @@ struct ServerOptions {
   int threads = 0;                      // 0: all cores
   DType kv_cache_dtype = DType::kBF16;  // how Sessions store K/V rows (--kv-cache-dtype)
   std::string device = "cpu";           // where the forward pass runs (--device)
-  std::string mmproj;                   // a llama.cpp mmproj GGUF with the vision tower
+  // On a device, the layers [0, cpu_moe_layers) whose routed experts stay in host memory and run
+  // on the CPU (--cpu-moe, --n-cpu-moe; ModelLoadOptions::cpu_moe_layers).
+  int cpu_moe_layers = 0;
+  std::string mmproj;  // a llama.cpp mmproj GGUF with the vision tower
   // MTP draft tokens per decode step (--speculative mtp[:k], --speculative-config); 0: off.
   int speculative_tokens = 0;
   SamplingDefaults sampling;

@@ -287,6 +287,7 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
   ProgressDisplay progress = weights_progress(options);
   ModelLoadOptions load_options;
   load_options.device = options.device;
+  load_options.cpu_moe_layers = options.cpu_moe_layers;
   load_options.mmproj = options.mmproj;
   std::shared_ptr<const Model> model = Model::load(
       model_dir, [&progress](uint64_t done, uint64_t total) { progress.update(done, total); },
@@ -296,6 +297,9 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
   if (const DeviceForward* device = model->device())
     log_info("forward pass on " + device->description() + ": " +
              std::to_string(device->weight_bytes() >> 20) + " MiB of weights in device memory");
+  if (const DeviceForward* device = model->device())
+    if (const std::string line = describe_host_experts(device->host_experts()); !line.empty())
+      log_info(line);
   // First, so a request the model cannot serve ends the start before anything else loads.
   const SpeculativeOptions speculative = speculative_options(*model, options);
   std::shared_ptr<const Tokenizer> tokenizer = Tokenizer::from_file(model_dir);
