@@ -31,6 +31,7 @@
 #include "bench/kv_cache/long_context.h"
 #include "engine/session.h"
 #include "kernels/vec.h"
+#include "model/device_forward.h"
 
 namespace {
 
@@ -95,6 +96,25 @@ nlohmann::json batch_decode(const qmlx::Model& model, const qmlx::ModelState& pr
   return {{"batch", batch},
           {"step_seconds", s / steps},
           {"tokens_per_second", double(batch) * steps / s}};
+}
+
+qmlx::vulkan::TransferCounts device_counts(const qmlx::Model& model) {
+  return model.device() ? model.device()->counts() : qmlx::vulkan::TransferCounts{};
+}
+
+// Per decode step on a device: submissions, dispatches, read-backs, and the host's time
+// recording commands against its time waiting for the device (the profile that says whether a
+// step is bound by the host's recording or by the device); null on the CPU.
+nlohmann::json device_step_profile(const qmlx::vulkan::TransferCounts& a,
+                                   const qmlx::vulkan::TransferCounts& b, int steps) {
+  if (b.submissions == a.submissions || steps <= 0) return nullptr;
+  const double n = steps;
+  return {{"submissions", double(b.submissions - a.submissions) / n},
+          {"dispatches", double(b.dispatches - a.dispatches) / n},
+          {"host_reads", double(b.host_reads - a.host_reads) / n},
+          {"staging_allocations", double(b.staging_allocations - a.staging_allocations) / n},
+          {"record_ms", double(b.record_ns - a.record_ns) / n / 1e6},
+          {"wait_ms", double(b.wait_ns - a.wait_ns) / n / 1e6}};
 }
 
 double load_average() {
@@ -177,10 +197,13 @@ int main(int argc, char** argv) {
   const int64_t decode_context = session.position();
 
   cpu = process_cpu_seconds();
+  const qmlx::vulkan::TransferCounts before = device_counts(*model);
   auto decode_start = Clock::now();
   for (int i = 0; i < decode_tokens; ++i) session.decode(int32_t(rng() % token_range(*model)));
   const double decode_s = std::max(1e-9, seconds_since(decode_start));
   const double decode_cpu = process_cpu_seconds() - cpu;
+  const nlohmann::json device_step =
+      device_step_profile(before, device_counts(*model), decode_tokens);
 
   nlohmann::json batched = nlohmann::json::array();
   if (!batches.empty()) {
@@ -211,6 +234,7 @@ int main(int argc, char** argv) {
       {"decode_tokens_per_cpu_second", decode_tokens / decode_cpu},
       {"load_average_1min", load_average()},
       {"batch_decode", batched},
+      {"device_decode_step", device_step},
       {"peak_rss_bytes", qmlx::peak_rss_bytes()}};
   std::printf("%s\n", out.dump().c_str());
   return 0;

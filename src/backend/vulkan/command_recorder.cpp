@@ -255,6 +255,7 @@ void CommandRecorder::submit_and_wait() {
     context_.mark_lost("device lost (simulated: $QMLX_VULKAN_LOSE_DEVICE_FILE exists)", {});
     throw DeviceUnavailable("Vulkan: device lost on " + name + " while submitting work");
   }
+  const auto submitted = std::chrono::steady_clock::now();
   VkResult result = fn_.vkQueueSubmit(context_.queue(), 1, &submit, fence_);
   if (result == VK_ERROR_DEVICE_LOST) {
     context_.mark_lost("device lost (at submit)", {});
@@ -264,9 +265,12 @@ void CommandRecorder::submit_and_wait() {
   TransferCounts& counts = context_.mutable_counts();
   ++counts.submissions;
   counts.dispatches += dispatches_;
+  counts.record_ns += uint64_t(std::chrono::nanoseconds(submitted - started_).count());
   const auto timeout = context_.fence_timeout();
   result = fn_.vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE,
                                uint64_t(timeout.count()) * 1'000'000ull);
+  counts.wait_ns +=
+      uint64_t(std::chrono::nanoseconds(std::chrono::steady_clock::now() - submitted).count());
   if (result == VK_SUCCESS) {
     for (const ReadBack& r : read_backs_) std::memcpy(r.to, r.from, r.bytes);
     return;

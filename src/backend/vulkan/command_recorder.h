@@ -7,6 +7,7 @@
 // barrier); independent commands run without one.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -91,6 +92,7 @@ class CommandRecorder {
   uint32_t sets_left_ = 0;             // in descriptor_pools_.back()
   std::vector<Range> read_, written_;  // since the last barrier
   size_t dispatches_ = 0, barriers_ = 0;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   // Staging memory taken from the context (returned once the submission is done), the bytes
   // used of the last buffer, and the read-backs to copy out after the wait.
   struct ReadBack {

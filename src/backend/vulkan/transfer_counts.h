@@ -15,6 +15,11 @@ struct TransferCounts {
   uint64_t host_writes = 0;          // uploads from host memory, however made
   uint64_t host_reads = 0;           // read-backs into host memory
   uint64_t staging_allocations = 0;  // host-visible staging buffers allocated (not reused)
+  // Where a step's host time goes: recording its commands (from a recorder's start to its
+  // submission) and waiting for them to run. On a GPU the first is pure overhead the device
+  // waits through, the profile to read before optimising either.
+  uint64_t record_ns = 0;
+  uint64_t wait_ns = 0;
 };
 
 }  // namespace qmlx::vulkan
