@@ -1,10 +1,12 @@
 // The batch memory budget (server/scheduling/batch_memory.h): --max-batch-memory or --parallel
-// full-context sequences, capped on a device by what its memory leaves for sequence states.
+// full-context sequences, capped on a device by what its memory leaves for sequence states; and
+// what one sequence counts against it (server/scheduling/scheduler.h).
 #include "server/scheduling/batch_memory.h"
 
 #include <gtest/gtest.h>
 
 #include "base/error.h"
+#include "server/scheduling/scheduler.h"
 
 namespace qmlx {
 namespace {
@@ -51,6 +53,29 @@ TEST(BatchMemoryTest, TheDeviceCapsEitherBudgetOnlyWhenSmaller) {
   EXPECT_EQ(flag.source, "--max-batch-memory");
   const BatchMemoryBudget big_flag = batch_memory_budget(65536, 1, 4096, kMiB, card);
   EXPECT_EQ(big_flag.bytes, card.bytes);  // more than the card has: the card decides
+}
+
+// A sequence counts its K/V rows and recurrent state; with speculative decoding of k drafts also
+// the MTP head's K/V rows (one attention layer) and the k + 1 recurrent states a verify call
+// keeps for its rollback.
+TEST(BatchMemoryTest, SpeculationCountsTheHeadsRowsAndTheKeptStates) {
+  StateLayout l;
+  l.attention_layers = {3, 7};
+  l.recurrent_layers = {0, 1, 2, 4, 5, 6};
+  l.kv_heads = 2;
+  l.head_dim = 8;
+  l.kv_dtype = DType::kF32;
+  l.conv_rows = 3;
+  l.conv_channels = 16;
+  l.ssm_heads = 2;
+  l.ssm_key_dim = 4;
+  l.ssm_value_dim = 4;
+  using server::sequence_state_bytes;
+  const uint64_t plain = sequence_state_bytes(l, 100);
+  EXPECT_EQ(plain, 100 * l.kv_bytes_per_token() + l.recurrent_bytes());
+  EXPECT_EQ(sequence_state_bytes(l, 100, 0), plain);
+  EXPECT_EQ(sequence_state_bytes(l, 100, 3) - plain,
+            100 * 2 * l.kv_row_bytes() + 4 * l.recurrent_bytes());
 }
 
 }  // namespace

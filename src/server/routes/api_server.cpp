@@ -293,7 +293,8 @@ void ApiServer::set_ready(std::shared_ptr<const ModelRuntime> runtime, CacheHook
   const int64_t context = state_->context_limit(*runtime);
   const BatchMemoryBudget budget = batch_memory_budget(
       options.max_batch_memory_mb, options.parallel, context,
-      sequence_state_bytes(runtime->state_layout, context), runtime->device_state_memory);
+      sequence_state_bytes(runtime->state_layout, context, runtime->speculative_tokens),
+      runtime->device_state_memory);
   limits.memory_budget_bytes = budget.bytes;
   limits.memory_budget_source = budget.source;
   log_info("batch memory budget: " + std::to_string(budget.bytes >> 20) +

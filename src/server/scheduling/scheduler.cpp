@@ -33,9 +33,13 @@ void reset_after_failure(InferenceSession& session) {
 
 }  // namespace
 
-uint64_t sequence_state_bytes(const StateLayout& layout, int64_t tokens) {
-  return uint64_t(std::max<int64_t>(tokens, 0)) * layout.kv_bytes_per_token() +
-         layout.recurrent_bytes();
+uint64_t sequence_state_bytes(const StateLayout& layout, int64_t tokens, int speculative_tokens) {
+  const uint64_t positions = uint64_t(std::max<int64_t>(tokens, 0));
+  uint64_t bytes = positions * layout.kv_bytes_per_token() + layout.recurrent_bytes();
+  if (speculative_tokens > 0)
+    bytes += positions * 2 * layout.kv_row_bytes() +
+             uint64_t(speculative_tokens + 1) * layout.recurrent_bytes();
+  return bytes;
 }
 
 Scheduler::Scheduler(const ModelRuntime& runtime, CacheHooks& hooks, ServerMetrics* metrics,
@@ -62,7 +66,7 @@ Scheduler::~Scheduler() { stop(std::chrono::milliseconds(0)); }
 
 uint64_t Scheduler::worst_case_bytes(const GenerationJob& job) const {
   const int64_t tokens = int64_t(job.prompt().ids.size()) + job.request().max_tokens.value_or(1);
-  return sequence_state_bytes(runtime_.state_layout, tokens);
+  return sequence_state_bytes(runtime_.state_layout, tokens, runtime_.speculative_tokens);
 }
 
 void Scheduler::submit(std::shared_ptr<GenerationJob> job) {

@@ -57,8 +57,11 @@ struct SchedulerLimits {
 };
 
 // The state one sequence of `tokens` positions holds: K/V rows of every attention layer and the
-// recurrent state of every Gated DeltaNet layer.
-uint64_t sequence_state_bytes(const StateLayout& layout, int64_t tokens);
+// recurrent state of every Gated DeltaNet layer; with speculative decoding of k drafts, also
+// the MTP head's own K/V rows (one attention layer) and the recurrent state after each of a
+// verify call's k + 1 rows (kept for the rollback, on the CPU as on a device).
+uint64_t sequence_state_bytes(const StateLayout& layout, int64_t tokens,
+                              int speculative_tokens = 0);
 
 // The queue as /health shows it.
 struct QueueStatus {
