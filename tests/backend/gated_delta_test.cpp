@@ -146,15 +146,7 @@ TEST_F(GatedDeltaTest, HistoryHoldsTheStateAfterEachToken) {
     }
     return out;
   };
-  std::vector<float> history;
-  const std::vector<float> with = run(T, true, &history), without = run(T, false, nullptr);
-  EXPECT_EQ(0, std::memcmp(with.data(), without.data(), with.size() * 4));
-  for (int t = 0; t < T; ++t) {
-    const std::vector<float> prefix = run(t + 1, false, nullptr);
-    EXPECT_EQ(0,
-              std::memcmp(history.data() + size_t(t) * S, prefix.data() + prefix.size() - S, S * 4))
-        << "token " << t;
-  }
+  expect_history_is_each_prefix_state(run, T, S);
 }
 
 }  // namespace

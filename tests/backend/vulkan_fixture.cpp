@@ -129,4 +129,16 @@ UlpStats compare_ulp(const std::vector<float>& device, const std::vector<float>&
   return stats;
 }
 
+void expect_history_is_each_prefix_state(const HistoryRun& run, int rows, size_t state_floats) {
+  std::vector<float> history;
+  const std::vector<float> with = run(rows, true, &history), without = run(rows, false, nullptr);
+  EXPECT_EQ(0, std::memcmp(with.data(), without.data(), with.size() * 4));
+  for (int t = 0; t < rows; ++t) {
+    const std::vector<float> prefix = run(t + 1, false, nullptr);
+    EXPECT_EQ(0, std::memcmp(history.data() + size_t(t) * state_floats,
+                             prefix.data() + prefix.size() - state_floats, state_floats * 4))
+        << "row " << t;
+  }
+}
+
 }  // namespace qmlx::vulkan::testing

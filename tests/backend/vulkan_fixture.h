@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -65,5 +66,13 @@ inline uint32_t bits_of(float f) {
   std::memcpy(&u, &f, 4);
   return u;
 }
+
+// For kernels that can keep their state after every row (KEEP_HISTORY): run(rows, keep,
+// history) runs rows [0, rows) from one start state and returns the outputs followed by the
+// final state (`state_floats` floats), filling *history ([rows][state_floats]) when keep is set.
+// Keeping the history changes no bit of the outputs or the final state, and the state kept after
+// row t is bit for bit the final state of a run of t + 1 rows.
+using HistoryRun = std::function<std::vector<float>(int rows, bool keep, std::vector<float>*)>;
+void expect_history_is_each_prefix_state(const HistoryRun& run, int rows, size_t state_floats);
 
 }  // namespace qmlx::vulkan::testing

@@ -117,6 +117,20 @@ std::shared_ptr<const Model> load_on_device(const std::string& path, int cpu_moe
   return Model::load(path, {}, on_device);
 }
 
+// A random model with an MTP head written to `path`: `arch` in `layout`, MLX-quantized to `bits`
+// (0: float weights).
+void write_mtp_model(const std::string& path, Arch arch, modelgen::Layout layout, int bits,
+                     uint64_t seed) {
+  modelgen::ModelOptions o;
+  o.arch = arch;
+  o.layout = layout;
+  if (bits) o.quantization = modelgen::QuantParams{bits, 32};
+  o.shape = modelgen::default_shape(arch);
+  o.shape.mtp = true;
+  o.seed = seed;
+  modelgen::write_random_model(o, path);
+}
+
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
 }
@@ -444,14 +458,7 @@ TEST_P(VulkanMtpTest, TheHeadMatchesTheCpuAndItsOwnSplits) {
   if (!skip.empty()) GTEST_SKIP() << skip;
   const MtpVariant& v = GetParam();
   const std::string dir = testing::make_temp_dir("vulkan_mtp");
-  modelgen::ModelOptions o;
-  o.arch = v.arch;
-  o.layout = v.layout;
-  if (v.bits) o.quantization = modelgen::QuantParams{v.bits, 32};
-  o.shape = modelgen::default_shape(v.arch);
-  o.shape.mtp = true;
-  o.seed = 5;
-  modelgen::write_random_model(o, dir + "/m");
+  write_mtp_model(dir + "/m", v.arch, v.layout, v.bits, 5);
   auto cpu = Model::load(dir + "/m");
   auto gpu = load_on_device(dir + "/m");
   ASSERT_TRUE(gpu->has_mtp()) << gpu->mtp_unavailable_reason();
@@ -555,16 +562,7 @@ class VulkanSpeculativeTest : public ::testing::TestWithParam<SpeculativeVariant
     const SpeculativeVariant& v = GetParam();
     if (dir_.empty()) dir_ = testing::make_temp_dir("vulkan_speculative");
     const std::string path = dir_ + "/" + v.name;
-    if (!std::filesystem::exists(path)) {
-      modelgen::ModelOptions o;
-      o.arch = v.arch;
-      o.layout = v.layout;
-      if (v.bits) o.quantization = modelgen::QuantParams{v.bits, 32};
-      o.shape = modelgen::default_shape(v.arch);
-      o.shape.mtp = true;
-      o.seed = 11;
-      modelgen::write_random_model(o, path);
-    }
+    if (!std::filesystem::exists(path)) write_mtp_model(path, v.arch, v.layout, v.bits, 11);
     gpu_ = load_on_device(path);
     ASSERT_TRUE(gpu_->has_mtp()) << gpu_->mtp_unavailable_reason();
   }
@@ -702,14 +700,7 @@ TEST(VulkanCpuMoeTest, HostExpertsLeaveTheDeviceAndKeepTheLogits) {
   const std::string skip = vulkan_skip_reason();
   if (!skip.empty()) GTEST_SKIP() << skip;
   const std::string dir = testing::make_temp_dir("vulkan_cpu_moe");
-  modelgen::ModelOptions o;
-  o.arch = Arch::kQwen35Moe;
-  o.layout = modelgen::Layout::kMLX;
-  o.quantization = modelgen::QuantParams{4, 32};
-  o.shape = modelgen::default_shape(o.arch);
-  o.shape.mtp = true;
-  o.seed = 23;
-  modelgen::write_random_model(o, dir + "/m");
+  write_mtp_model(dir + "/m", Arch::kQwen35Moe, modelgen::Layout::kMLX, 4, 23);
   auto all_on_device = load_on_device(dir + "/m");
   auto first_on_cpu = load_on_device(dir + "/m", 1);
   // The experts left on the host are read in after the upload, in the same progress count:
