@@ -11,6 +11,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "image_prompt.h"
 #include "model/model.h"
 #include "modelgen/gguf_model_writer.h"
 #include "modelgen/model_writer.h"
@@ -51,18 +52,9 @@ class ImageForwardTest : public ::testing::Test {
     V_ = model_->config().vocab_size;
     pad_ = model_->image_pad_id();
     // [5 text | a 2 x 3 image | 4 text]: the text after it resumes at 5 + 3 = 8, row 11.
-    tokens_ = {10, 20, 30, 40, 50, pad_, pad_, pad_, pad_, pad_, pad_, 60, 70, 80, 90};
-    SequenceImage image;
-    image.first_row = 5;
-    image.grid_h = 2;
-    image.grid_w = 3;
-    std::mt19937 rng(5);
-    std::normal_distribution<float> normal(0.f, 1.f);
-    auto embeddings = std::make_shared<std::vector<float>>(size_t(image.rows()) * H_);
-    for (float& x : *embeddings) x = normal(rng);
-    image.embeddings = embeddings;
-    images_ = {image};
-    place_images(images_);
+    testing::ImagePrompt prompt = testing::two_by_three_image_prompt(pad_, H_);
+    tokens_ = std::move(prompt.tokens);
+    images_ = std::move(prompt.images);
   }
 
   // Feeds tokens_[begin, end) as prompt rows; returns the logits after the last.

@@ -27,6 +27,7 @@
 #include "base/error.h"
 #include "base/human_bytes.h"
 #include "engine/speculative.h"
+#include "image_prompt.h"
 #include "model/model.h"
 #include "modelgen/gguf_model_writer.h"
 #include "modelgen/model_writer.h"
@@ -799,19 +800,9 @@ class VulkanImageTest : public ::testing::Test {
     gpu_ = load_on_device(dir_ + "/m");
     H_ = gpu_->config().hidden_size;
     V_ = gpu_->config().vocab_size;
-    const int32_t pad = gpu_->image_pad_id();
-    tokens_ = {10, 20, 30, 40, 50, pad, pad, pad, pad, pad, pad, 60, 70, 80, 90};
-    SequenceImage image;
-    image.first_row = 5;
-    image.grid_h = 2;
-    image.grid_w = 3;
-    std::mt19937 rng(5);
-    std::normal_distribution<float> normal(0.f, 1.f);
-    auto embeddings = std::make_shared<std::vector<float>>(size_t(image.rows()) * H_);
-    for (float& x : *embeddings) x = normal(rng);
-    image.embeddings = embeddings;
-    images_ = {image};
-    place_images(images_);
+    testing::ImagePrompt prompt = testing::two_by_three_image_prompt(gpu_->image_pad_id(), H_);
+    tokens_ = std::move(prompt.tokens);
+    images_ = std::move(prompt.images);
   }
   void TearDown() override {
     if (dir_.empty()) return;
