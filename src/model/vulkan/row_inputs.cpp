@@ -1,7 +1,9 @@
 #include "model/vulkan/row_inputs.h"
 
 #include <algorithm>
+#include <cstdint>
 
+#include "base/error.h"
 #include "model/image_rows.h"
 #include "model/layers.h"
 
@@ -12,6 +14,7 @@ void add_sequence_rows(RowInputs& rows, std::span<const int32_t> tokens, int64_t
                        int64_t& rope_delta, const ModelConfig& c) {
   const int64_t count = int64_t(tokens.size());
   const int first = int(rows.ids.size());
+  if (position + count > INT32_MAX) throw Error("--device vulkan: position beyond 2^31");
   check_image_embeddings(images, embed_row, count, c.hidden_size);
   int64_t delta = rope_delta;
   std::vector<int32_t> rope_rows;

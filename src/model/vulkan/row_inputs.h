@@ -40,8 +40,8 @@ struct RowInputs {
 // from `images` (absolute rows) from `rope_delta` on, which becomes the delta after these rows;
 // the rows of an image fed its embeddings, taking sequence row `embed_row + t` for row t (the
 // MTP head embeds the token after each position, one row on). Throws qmlx::Error, before the
-// caller changes anything, when an image these rows reach lacks its embeddings or needs an
-// M-RoPE the config does not have.
+// caller changes anything, when a position does not fit the shaders' int32, or an image these
+// rows reach lacks its embeddings or needs an M-RoPE the config does not have.
 void add_sequence_rows(RowInputs& rows, std::span<const int32_t> tokens, int64_t position,
                        int64_t embed_row, std::span<const SequenceImage> images,
                        int64_t& rope_delta, const ModelConfig& c);

@@ -636,8 +636,8 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
   std::vector<int64_t> deltas;  // each state's rope_delta after its rows
   int T = 0, max_count = 0, head_rows = 0, generated_rows = 0;
   size_t scores_bytes = 0;
-  // Everything that can be refused (an image without its embeddings, a position past int32) is,
-  // before anything is recorded: the states stay untouched.
+  // Everything that can be refused (add_sequence_rows: a position past int32, an image without
+  // its embeddings) is, before anything is recorded: the states stay untouched.
   for (const BatchSegment* seg : segments) {
     Span sp{seg,
             &sequence(*seg->state),
@@ -645,7 +645,6 @@ void VulkanForward::forward(std::span<const BatchSegment* const> segments) const
             int(seg->tokens.size()),
             seg->state->position,
             keeps_history(*seg->state)};
-    if (sp.position + sp.count > INT32_MAX) throw Error("--device vulkan: position beyond 2^31");
     int64_t delta = seg->state->rope_delta;
     add_sequence_rows(inputs, seg->tokens, sp.position, sp.position, seg->images, delta, c_);
     deltas.push_back(delta);
@@ -722,7 +721,6 @@ void VulkanForward::mtp_forward(std::span<const float> hidden, std::span<const i
   Context& ctx = *context_;
   const int T = int(next_tokens.size()), H = c_.hidden_size, V = c_.vocab_size;
   if (T == 0) return;
-  if (state.position + T > INT32_MAX) throw Error("--device vulkan: position beyond 2^31");
   BatchSegment segment;  // what the attention layer reads of its one sequence
   segment.tokens = next_tokens;
   segment.kind = rows;
