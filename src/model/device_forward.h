@@ -37,6 +37,12 @@ struct HostExperts {
   uint64_t bytes = 0;
 };
 
+// Whether model layer `layer`'s routed experts stay in host memory with --cpu-moe /
+// --n-cpu-moe N (cpu_moe_layers: N, every layer for --cpu-moe, 0 for neither): the first N.
+inline bool routed_experts_on_host(size_t layer, int cpu_moe_layers) {
+  return int64_t(layer) < cpu_moe_layers;
+}
+
 // The start-up line saying so, e.g. "the routed experts of 40 of 40 MoE layers stay in host
 // memory and run on the CPU, keeping 18.6 GiB off the device"; "" when there are none.
 std::string describe_host_experts(const HostExperts& experts);

@@ -121,9 +121,8 @@ std::vector<MappedBytes> host_expert_tensors(const ModelWeights& weights, int cp
     out.push_back({w.scales, params});
     out.push_back({w.biases, params});
   };
-  const size_t layers = std::min(weights.layers.size(), size_t(std::max(cpu_moe_layers, 0)));
-  for (size_t l = 0; l < layers; ++l) {
-    if (!weights.layers[l].moe) continue;
+  for (size_t l = 0; l < weights.layers.size(); ++l) {
+    if (!weights.layers[l].moe || !routed_experts_on_host(l, cpu_moe_layers)) continue;
     for (const MlpWeights& e : weights.layers[l].moe_ffn.experts)
       for (const WeightMatrix* w : {&e.gate, &e.up, &e.down}) add(*w);
   }

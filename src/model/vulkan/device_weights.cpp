@@ -100,9 +100,6 @@ class Uploader {
   size_t bytes_ = 0;
 };
 
-// Whether layer `l`'s routed experts stay in host memory (--cpu-moe, --n-cpu-moe).
-bool experts_on_host(size_t l, int cpu_moe_layers) { return int64_t(l) < cpu_moe_layers; }
-
 void check_matrix(const WeightMatrix& w, const std::string& name) {
   std::string why;
   if (!device_matmul_supports(w, &why))
@@ -171,7 +168,7 @@ void check_supported(const ModelConfig& c, const ModelWeights& weights, int cpu_
   check_matrix(weights.embed, "the token embedding");
   check_matrix(weights.head, "the LM head");
   for (size_t l = 0; l < weights.layers.size(); ++l)
-    check_layer(c, weights.layers[l], experts_on_host(l, cpu_moe_layers),
+    check_layer(c, weights.layers[l], routed_experts_on_host(l, cpu_moe_layers),
                 "layer " + std::to_string(l) + "'s ");
 }
 
@@ -229,7 +226,7 @@ uint64_t total_bytes(const ModelWeights& w, bool with_mtp, int cpu_moe_layers) {
   uint64_t total = on_device(w.embed) + (w.head.data == w.embed.data ? 0 : on_device(w.head));
   total += w.final_norm.size() * 4;
   for (size_t l = 0; l < w.layers.size(); ++l)
-    total += layer_bytes(w.layers[l], experts_on_host(l, cpu_moe_layers));
+    total += layer_bytes(w.layers[l], routed_experts_on_host(l, cpu_moe_layers));
   return total + (with_mtp ? mtp_bytes(*w.mtp) : 0);
 }
 
@@ -238,7 +235,7 @@ HostExperts host_experts(const ModelWeights& w, int cpu_moe_layers) {
   for (size_t l = 0; l < w.layers.size(); ++l) {
     if (!w.layers[l].moe) continue;
     h.moe_layers++;
-    if (!experts_on_host(l, cpu_moe_layers)) continue;
+    if (!routed_experts_on_host(l, cpu_moe_layers)) continue;
     h.layers++;
     h.bytes += experts_bytes(w.layers[l].moe_ffn);
   }
@@ -359,7 +356,7 @@ DeviceWeights upload_weights(Context& context, const ModelConfig& c, const Model
   out.final_norm = up.floats(weights.final_norm);
   for (size_t l = 0; l < weights.layers.size(); ++l)
     out.layers.push_back(
-        upload_layer(up, c, weights.layers[l], experts_on_host(l, cpu_moe_layers)));
+        upload_layer(up, c, weights.layers[l], routed_experts_on_host(l, cpu_moe_layers)));
   if (with_mtp) out.mtp = upload_mtp(up, c, *weights.mtp);
   up.finish();
   out.bytes = up.bytes();
