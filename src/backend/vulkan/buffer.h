@@ -28,6 +28,11 @@ class Buffer {
   // The contents' host address when mapped (always host-coherent), else nullptr.
   uint8_t* mapped() const { return mapped_; }
   explicit operator bool() const { return buffer_ != VK_NULL_HANDLE; }
+  // Whether bytes [offset, offset + bytes) lie inside the buffer (without overflow): the check
+  // every transfer, copy, fill and binding makes before touching it.
+  bool covers(size_t offset, size_t bytes) const {
+    return offset <= size_ && bytes <= size_ - offset;
+  }
 
  private:
   friend class Context;

@@ -135,7 +135,7 @@ void CommandRecorder::dispatch(const Pipeline& pipeline, std::span<const Binding
   std::vector<Range> reads, writes;
   for (size_t i = 0; i < bindings.size(); ++i) {
     const Binding& b = bindings[i];
-    if (b.buffer == nullptr || b.range == 0 || b.offset + b.range > b.buffer->size())
+    if (b.buffer == nullptr || b.range == 0 || !b.buffer->covers(b.offset, b.range))
       throw Error("internal: binding " + std::to_string(i) + " of " + pipeline.name +
                   " is outside its buffer");
     if (b.range > device.max_storage_buffer_range ||
@@ -175,7 +175,7 @@ void CommandRecorder::dispatch(const Pipeline& pipeline, std::span<const Binding
 void CommandRecorder::copy(const Buffer& src, size_t src_offset, const Buffer& dst,
                            size_t dst_offset, size_t bytes) {
   check_recording();
-  if (src_offset + bytes > src.size() || dst_offset + bytes > dst.size())
+  if (!src.covers(src_offset, bytes) || !dst.covers(dst_offset, bytes))
     throw Error("internal: Vulkan copy outside its buffers");
   if (bytes == 0) return;
   const Range read{src.handle(), src_offset, src_offset + bytes};
@@ -198,8 +198,7 @@ std::pair<const Buffer*, size_t> CommandRecorder::stage(size_t bytes) {
 
 void CommandRecorder::upload(const Buffer& dst, size_t offset, const void* src, size_t bytes) {
   check_recording();
-  if (offset > dst.size() || bytes > dst.size() - offset)
-    throw Error("internal: Vulkan upload past the end of a buffer");
+  if (!dst.covers(offset, bytes)) throw Error("internal: Vulkan upload past the end of a buffer");
   if (bytes == 0) return;
   ++context_.mutable_counts().host_writes;
   if (dst.mapped() != nullptr) {
@@ -213,8 +212,7 @@ void CommandRecorder::upload(const Buffer& dst, size_t offset, const void* src, 
 
 void CommandRecorder::download(const Buffer& src, size_t offset, void* dst, size_t bytes) {
   check_recording();
-  if (offset > src.size() || bytes > src.size() - offset)
-    throw Error("internal: Vulkan download past the end of a buffer");
+  if (!src.covers(offset, bytes)) throw Error("internal: Vulkan download past the end of a buffer");
   if (bytes == 0) return;
   ++context_.mutable_counts().host_reads;
   if (src.mapped() != nullptr) {
@@ -228,7 +226,7 @@ void CommandRecorder::download(const Buffer& src, size_t offset, void* dst, size
 
 void CommandRecorder::fill_zero(const Buffer& dst, size_t offset, size_t bytes) {
   check_recording();
-  if (offset % 4 != 0 || bytes % 4 != 0 || offset > dst.size() || bytes > dst.size() - offset)
+  if (offset % 4 != 0 || bytes % 4 != 0 || !dst.covers(offset, bytes))
     throw Error("internal: Vulkan fill outside its buffer or unaligned");
   if (bytes == 0) return;
   const Range write{dst.handle(), offset, offset + bytes};

@@ -220,8 +220,7 @@ Buffer Context::create_buffer(size_t bytes) {
 
 void Context::upload(const Buffer& dst, size_t offset, const void* src, size_t bytes) {
   check_usable();
-  if (offset > dst.size() || bytes > dst.size() - offset)
-    throw Error("internal: Vulkan upload past the end of a buffer");
+  if (!dst.covers(offset, bytes)) throw Error("internal: Vulkan upload past the end of a buffer");
   if (bytes == 0) return;
   ++counts_.host_writes;
   // No submission is ever left running, so the device is not reading this memory now.
@@ -242,8 +241,7 @@ void Context::upload(const Buffer& dst, size_t offset, const void* src, size_t b
 
 void Context::download(const Buffer& src, size_t offset, void* dst, size_t bytes) {
   check_usable();
-  if (offset > src.size() || bytes > src.size() - offset)
-    throw Error("internal: Vulkan download past the end of a buffer");
+  if (!src.covers(offset, bytes)) throw Error("internal: Vulkan download past the end of a buffer");
   if (bytes == 0) return;
   ++counts_.host_reads;
   if (src.mapped() != nullptr) {
