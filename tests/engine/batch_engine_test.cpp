@@ -215,12 +215,20 @@ TEST_F(BatchEngineTest, ACancelledPrefillLeavesAtAStepBoundaryAndOthersGoOn) {
   std::mt19937_64 rng(4);
   const auto prompt = random_tokens(400, rng), other = random_tokens(50, rng);
   std::atomic<bool> cancel{false};
+  // The flag is raised from the engine's own thread once 48 rows have run, so the test does not
+  // race the step loop: raised from the caller's progress callback, a loaded machine could let
+  // the loop finish all 400 rows before the caller's thread ran again.
+  int64_t rows_run = 0;
+  engine->set_step_observer([&](const BatchStepStats& s) {
+    rows_run += s.prompt_rows;
+    if (rows_run >= 48) cancel = true;
+  });
   Session cancelled(model_, options(engine));
-  bool finished = cancelled.prefill(
-      prompt, [&](int64_t done, int64_t) { cancel = done >= 48; }, &cancel);
+  bool finished = cancelled.prefill(prompt, {}, &cancel);
+  engine->set_step_observer({});
   EXPECT_FALSE(finished);
   EXPECT_EQ(cancelled.position() % kStepTokens, 0);  // whole steps only
-  EXPECT_LT(cancelled.position(), 400);
+  EXPECT_EQ(cancelled.position(), (48 + kStepTokens - 1) / kStepTokens * kStepTokens);
   Session next(model_, options(engine)), alone(model_, options());
   EXPECT_EQ(run_request(next, other, {50}, 3).tokens, run_request(alone, other, {50}, 3).tokens);
 }
