@@ -280,6 +280,42 @@ TEST_F(ToolCallGrammarTest, XmlStringLengthsAndFormatsEnforced) {
   EXPECT_EQ(with_pattern.dropped[0].keyword.keyword, "pattern");
 }
 
+// XML strings with listed values: `const` beside `enum` is the const if the enum lists it (both
+// hold, as the schema compiler reads them), and no value if not; a `format` beside them is not
+// checked against the listed values, so it is reported.
+TEST_F(ToolCallGrammarTest, XmlListedStringsHoldConstAndEnumTogetherAndReportAFormat) {
+  GenerationRequest request;
+  request.tools = Json::parse(R"([{"type": "function", "function": {"name": "pick",
+    "parameters": {"type": "object", "required": ["mode"], "additionalProperties": false,
+      "properties": {"mode": {"type": "string", "const": "fast",
+                              "enum": ["fast", "slow"]}}}}}])");
+  request.strict_tools = {"pick"};
+  auto call = [](const std::string& mode) {
+    return "<tool_call>\n<function=pick>\n<parameter=mode>\n" + mode +
+           "\n</parameter>\n</function>\n</tool_call>";
+  };
+  EXPECT_TRUE(build_tool_call_grammar(request, ToolCallFormat::kXml, false).dropped.empty());
+  auto tables = bind(request, ToolCallFormat::kXml, false);
+  ASSERT_TRUE(tables);
+  EXPECT_TRUE(accepts(tables, call("fast")));
+  EXPECT_FALSE(accepts(tables, call("slow")));  // listed by the enum, but not the const
+
+  Json& mode = request.tools[0]["function"]["parameters"]["properties"]["mode"];
+  mode["enum"] = Json::array({"slow"});
+  tables = bind(request, ToolCallFormat::kXml, false);
+  ASSERT_TRUE(tables);
+  EXPECT_FALSE(accepts(tables, call("fast")));
+  EXPECT_FALSE(accepts(tables, call("slow")));
+
+  mode.erase("const");
+  mode["enum"] = Json::array({"2026-12-07", "someday"});
+  mode["format"] = "date";
+  ToolCallGrammar built = build_tool_call_grammar(request, ToolCallFormat::kXml, false);
+  ASSERT_EQ(built.dropped.size(), 1u);
+  EXPECT_EQ(built.dropped[0].keyword.keyword, "format");
+  EXPECT_EQ(built.dropped[0].keyword.path, "/properties/mode/format");
+}
+
 // XML: parameters the schema does not declare are allowed after the declared ones where it
 // does not forbid them (JSON Schema's default; models write such ones), for tools held by the
 // server's tool_call_grammar; a strict tool, or `additionalProperties: false`, has only its

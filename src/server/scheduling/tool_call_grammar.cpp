@@ -19,6 +19,8 @@ using Json = nlohmann::ordered_json;
 using grammar::grammar_literal;
 
 constexpr std::string_view kParameterClose = "</parameter>";
+// A value no text is: no character is outside all of Unicode.
+constexpr const char* kNoValue = "[^\\x00-\\U0010ffff]";
 
 // Keywords that say nothing about a string value's text.
 const std::set<std::string> kStringAnnotations = {"type",     "description", "title",     "default",
@@ -183,7 +185,7 @@ class Builder {
 
   // A value the parser reads as a string: its raw text, between the framing newlines (the
   // parser strips exactly one on each side). One of the listed strings when the schema lists
-  // them; else a `format` the schema compiler enforces (all ASCII without quotes or
+  // them (a `const` beside an `enum` only if the enum lists it); else a `format` the schema compiler enforces (all ASCII without quotes or
   // backslashes: its JSON and raw forms coincide); else, with minLength / maxLength, that many
   // code points of text without `<` (so a bounded value can never hold `</parameter>`: such a
   // value is always valid, and only `<` is never written in one); else any text without
@@ -192,18 +194,28 @@ class Builder {
   std::string raw_value(const Json& property, const std::string& path,
                         std::vector<grammar::UnsupportedKeyword>& dropped) {
     std::vector<std::string> listed;
+    bool enumerated = false;  // const or enum lists the values (`listed` may then be empty)
     std::optional<std::string> format;
     uint32_t min_length = 0, max_length = grammar::Expr::kUnbounded;
     std::vector<std::string> lengths;  // the length keywords given
     if (property.is_object()) {
-      if (auto c = property.find("const"); c != property.end() && c->is_string()) {
+      const auto c = property.find("const");
+      const bool has_const = c != property.end() && c->is_string();
+      if (has_const) {
         listed.push_back(c->get<std::string>());
+        enumerated = true;
       }
       if (auto e = property.find("enum"); e != property.end() && e->is_array()) {
         bool all_strings =
             std::all_of(e->begin(), e->end(), [](const Json& v) { return v.is_string(); });
         if (all_strings) {
-          for (const Json& v : *e) listed.push_back(v.get<std::string>());
+          enumerated = true;
+          if (has_const) {
+            // Both hold: the const, if the enum lists it (as the schema compiler reads them).
+            if (std::find(e->begin(), e->end(), *c) == e->end()) listed.clear();
+          } else {
+            for (const Json& v : *e) listed.push_back(v.get<std::string>());
+          }
         }
       }
       for (const auto& [keyword, v] : property.items()) {
@@ -221,15 +233,19 @@ class Builder {
         dropped.push_back({keyword, path + "/" + keyword});
       }
     }
-    if (!listed.empty() || format || min_length > max_length) {
+    if (enumerated || format || min_length > max_length) {
       // The listed values and the format are written as they are, not intersected with a
-      // length; a length no value can have is not enforced.
+      // length (nor the listed values checked against the format: both are then reported, as
+      // the schema compiler reports constraints beside an enum); a length no value can have is
+      // not enforced.
       for (const std::string& k : lengths) dropped.push_back({k, path + "/" + k});
-      if (format && listed.empty()) return "(" + *format + ")";
+      if (format && !enumerated) return "(" + *format + ")";
+      if (format) dropped.push_back({"format", path + "/format"});
     } else if (!lengths.empty()) {
       return "[^<]{" + std::to_string(min_length) + "," +
              (max_length == grammar::Expr::kUnbounded ? "" : std::to_string(max_length)) + "}";
     }
+    if (enumerated && listed.empty()) return kNoValue;  // a const the enum does not list
     if (listed.empty()) {
       uses_raw_ = true;
       return "xml-raw";
