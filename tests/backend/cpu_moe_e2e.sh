@@ -6,16 +6,7 @@
 # device, and answers a chat request. generate takes --n-cpu-moe N, and with --device cpu the
 # flags are accepted and do nothing (no such line). Exit 77 (skip) without a Vulkan device.
 set -euo pipefail
-qmlx="$1"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-"$qmlx" devices | grep -q "can run: yes" || { echo "SKIP: no Vulkan device can run"; exit 77; }
-
-work=$(mktemp -d)
-pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-export QMLX_HOME="$work/home"
-port=$((20000 + RANDOM % 20000))
+source "$(dirname "$0")/device_e2e_common.sh"
 # 4 layers x 16 experts x 3 matrices of 256 x 64 floats: 12.0 MiB of routed experts.
 "$qmlx" make-model --out "$work/m" --arch qwen3_5_moe --experts 16 --moe-intermediate 256 \
   >/dev/null
@@ -31,12 +22,9 @@ grep -q "or --cpu-moe / --n-cpu-moe N" "$work/fit.log" ||
 QMLX_VULKAN_MEMORY_MB=8 "$qmlx" serve --model "$work/m" --device vulkan --cpu-moe \
   --port "$port" --metrics-port 0 >"$work/serve.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 240); do grep -q "ready:" "$work/serve.log" && break; sleep 0.5; done
-grep -q "ready:" "$work/serve.log" || fail "no start: $(tail -5 "$work/serve.log")"
+wait_ready "$work/serve.log"
 grep -qF "$line" "$work/serve.log" || fail "no host experts line: $(grep -i expert "$work/serve.log")"
-code=$(curl -s -o "$work/body" -w "%{http_code}" "http://127.0.0.1:$port/v1/chat/completions" \
-  -H "Authorization: Bearer any" -H "content-type: application/json" \
-  -d '{"messages":[{"role":"user","content":"hi"}],"max_tokens":5}')
+code=$(chat 5)
 [ "$code" = 200 ] || fail "chat: $code $(cat "$work/body")"
 grep -q '"completion_tokens":5' "$work/body" || fail "chat body: $(cat "$work/body")"
 

@@ -5,16 +5,7 @@
 # weights and the forward pass's reserve), a request whose state could not fit there is a 503
 # that says so, and a small one is served. Exit 77 (skip) without lavapipe.
 set -euo pipefail
-qmlx="$1"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-"$qmlx" devices | grep -q "can run: yes" || { echo "SKIP: no Vulkan device can run"; exit 77; }
-
-work=$(mktemp -d)
-pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-export QMLX_HOME="$work/home"
-port=$((20000 + RANDOM % 20000))
+source "$(dirname "$0")/device_e2e_common.sh"
 
 if QMLX_VULKAN_MEMORY_MB=1 timeout 120 "$qmlx" serve --device vulkan --port "$port" \
     --metrics-port 0 >"$work/fit.log" 2>&1; then
@@ -26,18 +17,12 @@ grep -q "the weights take 1.4 MiB on .*, which has 1.0 MiB of device memory" "$w
 QMLX_VULKAN_MEMORY_MB=40 "$qmlx" serve --device vulkan --port "$port" --metrics-port 0 \
   >"$work/serve.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 240); do grep -q "ready:" "$work/serve.log" && break; sleep 0.5; done
-grep -q "ready:" "$work/serve.log" || fail "no start: $(tail -5 "$work/serve.log")"
+wait_ready "$work/serve.log"
 grep -q "batch memory budget: 34 MiB of sequence state (vulkan's 40 MiB less 1 MiB of weights and 4 MiB for the forward pass)" \
   "$work/serve.log" || fail "budget line: $(grep budget "$work/serve.log")"
 
-ask() {
-  curl -s -o "$work/body" -w "%{http_code}" "http://127.0.0.1:$port/v1/chat/completions" \
-    -H "Authorization: Bearer any" -H "content-type: application/json" \
-    -d "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":$1}"
-}
-[ "$(ask 40000)" = 503 ] || fail "40000 tokens: $(cat "$work/body")"
+[ "$(chat 40000)" = 503 ] || fail "40000 tokens: $(cat "$work/body")"
 grep -q "more than the 34 MiB batch memory budget (vulkan's 40 MiB less" "$work/body" ||
   fail "503 body: $(cat "$work/body")"
-[ "$(ask 5)" = 200 ] || fail "5 tokens: $(cat "$work/body")"
+[ "$(chat 5)" = 200 ] || fail "5 tokens: $(cat "$work/body")"
 echo "PASS"
