@@ -10,6 +10,7 @@
 
 #include "base/thread_pool.h"
 #include "kernels/affine_codes.h"
+#include "kernels/gguf_affine.h"
 
 namespace qmlx {
 namespace {
@@ -180,7 +181,8 @@ WeightMatrix tile_affine_matrix(const WeightMatrix& w, AffineTileStorage& storag
           std::memcpy(biases + to, w.biases + from, meta_size);
         }
       }
-      interleave_tile(rows, row_bytes, w.bits, storage.codes.get() + t * kAffineTileRows * row_bytes);
+      interleave_tile(rows, row_bytes, w.bits,
+                      storage.codes.get() + t * kAffineTileRows * row_bytes);
     }
   };
   // In parallel: most of the time goes to faulting in the new pages.
@@ -233,11 +235,10 @@ WeightMatrix tile_q8_0_matrix(const WeightMatrix& w, AffineTileStorage& storage)
         for (int b = 0; b < blocks; ++b) {
           uint16_t d = 0, bias = 0;
           if (r < w.rows) {
-            const uint8_t* block = w.data + size_t(r) * row_bytes + b * block_bytes;
-            std::memcpy(&d, block, 2);
-            bias = float_to_f16(-128.f * f16_to_float(d));
-            for (int j = 0; j < kQ8_0Block; ++j)
-              out[b * kQ8_0Block + j] = uint8_t(int(int8_t(block[2 + j])) + 128);
+            float scale, offset;
+            q8_0_block_as_affine(w.data + size_t(r) * row_bytes + b * block_bytes,
+                                 out + b * kQ8_0Block, scale, offset);
+            d = float_to_f16(scale), bias = float_to_f16(offset);
           } else {
             std::memset(out + b * kQ8_0Block, 0, kQ8_0Block);
           }
@@ -292,7 +293,8 @@ void dequantize_tiled(const WeightMatrix& w, int begin, int end, int g0, int g1,
   for (int t = begin / kAffineTileRows; t * kAffineTileRows < end; ++t) {
     const WeightMatrix rows = untile_affine_rows(w, t, codes.data(), scales.data(), biases.data());
     const int r0 = t * kAffineTileRows;
-    for (int r = std::max(begin, r0); r < std::min(end, r0 + kAffineTileRows); ++r, out += row_floats)
+    for (int r = std::max(begin, r0); r < std::min(end, r0 + kAffineTileRows);
+         ++r, out += row_floats)
       dequantize_affine_groups(rows, r - r0, g0, g1, out);
   }
 }

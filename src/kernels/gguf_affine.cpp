@@ -56,9 +56,7 @@ void codes_q5_1(const uint8_t* b, BlockCodes& c) {
 }
 
 void codes_q8_0(const uint8_t* b, BlockCodes& c) {
-  const float d = gguf_half_at(b);
-  for (int j = 0; j < kQK; ++j) c.q[j] = uint8_t(int(int8_t(b[2 + j])) + 128);
-  c.scale[0] = d, c.bias[0] = -128 * d;
+  q8_0_block_as_affine(b, c.q, c.scale[0], c.bias[0]);
 }
 
 // scales[16] (scale low nibble, min high nibble), qs[64]: 2 halves of 4 bit-planes, each plane
@@ -168,6 +166,12 @@ std::vector<uint8_t> encode(const std::vector<float>& v, ScalarType t) {
 }
 
 }  // namespace
+
+void q8_0_block_as_affine(const uint8_t* block, uint8_t* codes, float& scale, float& bias) {
+  const float d = gguf_half_at(block);
+  for (int j = 0; j < kQK; ++j) codes[j] = uint8_t(int(int8_t(block[2 + j])) + 128);
+  scale = d, bias = -128 * d;
+}
 
 bool gguf_affine_supported(GgufType t) { return rewrite_of(t) != nullptr; }
 int gguf_affine_bits(GgufType t) { return rewrite_of(t) ? rewrite_of(t)->bits : 0; }

@@ -45,6 +45,11 @@ int gguf_affine_bits(GgufType t);
 int gguf_affine_group_size(GgufType t);
 ScalarType gguf_affine_scale_type(GgufType t);
 
+// One Q8_0 block (f16 d, 32 int8 q) as 8-bit affine: codes q + 128, scale d, bias -128 d (exact
+// in f16 while |d| < 512). The one statement of that rewrite: gguf_to_affine's, and the CPU's
+// Q8_0 tiling (affine_tiles.h).
+void q8_0_block_as_affine(const uint8_t* block, uint8_t* codes, float& scale, float& bias);
+
 // w (a GGUF block matrix of a supported type, not tiled) as affine rows. Throws qmlx::Error for
 // other formats, and for a 32-value block whose scale times its offset overflows f16.
 OwnedMatrix gguf_to_affine(const WeightMatrix& w);
