@@ -186,12 +186,11 @@ class Builder {
   // A value the parser reads as a string: its raw text, between the framing newlines (the
   // parser strips exactly one on each side). One of the listed strings when the schema lists
   // them (a `const` beside an `enum` only if the enum lists it); else a `format` the schema
-  // compiler enforces (all ASCII without quotes or backslashes: its JSON and raw forms coincide);
-  // else, with minLength / maxLength, that many code points of text without `<` (so a bounded value
-  // can never hold `</parameter>`: such a value is always valid, and only `<` is never written in
-  // one); else any text without
-  // `</parameter>`. Other string keywords (`pattern`, whose translation is of the
-  // JSON-escaped form) are reported.
+  // compiler enforces (all ASCII without quotes or backslashes: its JSON and raw forms
+  // coincide); else, with minLength / maxLength, that many code points of text without `<` (so
+  // a bounded value can never hold `</parameter>`: such a value is always valid, and only `<` is
+  // never written in one); else any text without `</parameter>`. Other string keywords
+  // (`pattern`, whose translation is of the JSON-escaped form) are reported.
   std::string raw_value(const Json& property, const std::string& path,
                         std::vector<grammar::UnsupportedKeyword>& dropped) {
     std::vector<std::string> listed;
