@@ -20,8 +20,9 @@
 //
 // The 32-value formats keep f16 scales and biases (d and m are f16, and -8 d, -16 d, -128 d are
 // too unless they overflow, which is an error); the K-quants' products d * sc need f32. The
-// growth is the price of one kernel for every format; formats with kernels of their own would
-// not pay it.
+// Vulkan backend does not pay that growth: its GGUF kernels (shaders/gguf_code.glsl) read the
+// blocks in place and compute these same codes, scales and biases from them, so they give the
+// affine kernel's bits over the rewrite (tests/backend/matmul_test.cpp holds them to it).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The embedding gather on the device against the CPU's (dequantize_rows of one row per token,
 // as Model::embed does), for f32, f16 and bf16 tables, MLX affine 2- to 8-bit ones and GGUF
-// block tables (rewritten as affine rows: kernels/gguf_affine.h), and a table larger than one
-// storage binding, so the gather runs in several row ranges.
+// block tables (read in place, as their affine rewrite: kernels/gguf_affine.h), and a table larger
+// than one storage binding, so the gather runs in several row ranges.
 //
 // Tolerance: none on lavapipe. Widening is exact, and an affine weight is one fma on both
 // sides (the device's correctly rounded, or emulated with float64). Devices with an unfused
@@ -88,13 +88,14 @@ TEST_F(EmbeddingTest, AffineTablesMatchCpu) {
 }
 
 // GGUF token embeddings (llama.cpp stores token_embd as Q4_K, Q6_K, Q8_0...): each value as
-// ggml decodes it (the sign of a zero aside, which compare_ulp does not count).
+// ggml decodes it (the sign of a zero aside, which compare_ulp does not count). Rows of an odd
+// number of blocks: for most types every other row starts 2 bytes off a word.
 TEST_F(EmbeddingTest, GgufTablesMatchCpu) {
   for (const GgufType t :
        {GgufType::kQ4_0, GgufType::kQ4_1, GgufType::kQ5_0, GgufType::kQ5_1, GgufType::kQ8_0,
         GgufType::kQ2_K, GgufType::kQ3_K, GgufType::kQ4_K, GgufType::kQ5_K, GgufType::kQ6_K}) {
     SCOPED_TRACE(gguf_type_name(t));
-    const HostMatrix m = gguf_matrix(t, 131, 512, uint64_t(t));
+    const HostMatrix m = gguf_matrix(t, 131, 3 * gguf_block_elems(t), uint64_t(t));
     const DeviceMatrix d = upload_matrix(context(), m.w);
     const std::vector<int32_t> ids = token_ids(m.w.rows, uint64_t(t) + 1);
     expect_matches(device_embed(context(), d, ids), cpu_embed(m.w, ids),

@@ -1,6 +1,6 @@
 // Matmul on the device against kernels/matmul.h, for f32, f16 and bf16 weights, MLX affine
-// 2- to 8-bit quantization and every GGUF block type (rewritten as affine rows), and the batch
-// invariance the engine relies on.
+// 2- to 8-bit quantization and every GGUF block type (read in place, as their affine rewrite),
+// and the batch invariance the engine relies on.
 //
 // Float weights: the shader follows the CPU's generated-row arithmetic (vec::dot and
 // vec::dot_typed) lane for lane, so on lavapipe (true fma) the results are bit-identical for
@@ -17,6 +17,8 @@
 #include "backend/vulkan/matmul.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "host_matrix.h"
 #include "kernels/gguf_affine.h"
@@ -120,24 +122,64 @@ TEST_F(MatmulTest, AffineWeightsWithinSummationBoundsOfCpu) {
         }
 }
 
-// GGUF blocks run as the affine rows gguf_affine.h rewrites them to: every type against the
-// CPU's prompt rows of the same blocks (decoded to floats, one chain), and the rewrite's width.
-TEST_F(MatmulTest, GgufBlocksWithinSummationBoundsOfCpu) {
+// GGUF blocks stay as stored and are read in place: every type bit for bit the affine rows
+// gguf_affine.h rewrites them to (the same codes, scales and arithmetic) in the device memory of
+// the blocks alone, and against the CPU's prompt rows of the same blocks (decoded to floats, one
+// chain). Rows of an odd number of blocks of an odd size start 2 bytes off a word.
+TEST_F(MatmulTest, GgufBlocksReadInPlaceAreTheirAffineRewrite) {
   const int T = 3, rows = 29;
   for (const GgufType t :
        {GgufType::kQ4_0, GgufType::kQ4_1, GgufType::kQ5_0, GgufType::kQ5_1, GgufType::kQ8_0,
-        GgufType::kQ2_K, GgufType::kQ3_K, GgufType::kQ4_K, GgufType::kQ5_K, GgufType::kQ6_K})
-    for (const int cols : {256, 2048}) {
+        GgufType::kQ2_K, GgufType::kQ3_K, GgufType::kQ4_K, GgufType::kQ5_K, GgufType::kQ6_K}) {
+    const int block = gguf_block_elems(t);
+    for (const int cols : {block, 2048 + block}) {
       SCOPED_TRACE(std::string(gguf_type_name(t)) + " cols=" + std::to_string(cols));
       const HostMatrix m = gguf_matrix(t, rows, cols, uint64_t(t) * 31 + cols);
       const std::vector<float> x = random_floats(size_t(T) * cols, cols + 3);
       const DeviceMatrix dw = upload_matrix(context(), m.w);
-      EXPECT_EQ(dw.format, WeightFormat::kAffine);
+      EXPECT_EQ(dw.format, WeightFormat::kGguf);
       EXPECT_EQ(dw.bits, gguf_affine_bits(t));
+      EXPECT_EQ(device_matrix_bytes(m.w), size_t(rows) * m.w.row_bytes());
       const std::vector<float> gpu = device_matmul(context(), dw, x, T);
+
+      const OwnedMatrix rewritten = gguf_to_affine(m.w);
+      // Q4_1 and Q5_1 blocks hold an f16 scale and bias per 32 values, as their rewrite does.
+      EXPECT_GE(device_matrix_bytes(rewritten.view), device_matrix_bytes(m.w));
+      const std::vector<float> affine =
+          device_matmul(context(), upload_matrix(context(), rewritten.view), x, T);
+      size_t differing = 0;
+      for (size_t i = 0; i < gpu.size(); ++i) differing += bits_of(gpu[i]) != bits_of(affine[i]);
+      EXPECT_EQ(differing, 0u) << "against the affine rewrite";
+
       const std::vector<float> cpu = cpu_matmul(m.w, x, T, /*generated_rows=*/0);
       expect_within_summation_bounds(m.w, x, T, gpu, cpu, affine_chain(dw.bits, cols));
     }
+  }
+}
+
+// QMLX_VULKAN_MASK_FEATURES=gguf-blocks uploads GGUF weights as their affine rewrite instead
+// (context.h): more device memory, the same bits.
+TEST_F(MatmulTest, GgufBlocksMaskedUploadTheRewriteWithTheSameBits) {
+  const int T = 2, rows = 9, cols = 768;
+  const HostMatrix m = gguf_matrix(GgufType::kQ6_K, rows, cols, 41);
+  const std::vector<float> x = random_floats(size_t(T) * cols, 42);
+  const std::vector<float> in_place = device_matmul(context(), upload_matrix(context(), m.w), x, T);
+  const char* before = std::getenv("QMLX_VULKAN_MASK_FEATURES");
+  const std::string kept = before ? before : "";
+  setenv("QMLX_VULKAN_MASK_FEATURES",
+         (kept.empty() ? "" : kept + ",").append("gguf-blocks").c_str(), 1);
+  const size_t masked_bytes = device_matrix_bytes(m.w);
+  const DeviceMatrix rewritten = upload_matrix(context(), m.w);
+  if (before)
+    setenv("QMLX_VULKAN_MASK_FEATURES", kept.c_str(), 1);
+  else
+    unsetenv("QMLX_VULKAN_MASK_FEATURES");
+  EXPECT_EQ(rewritten.format, WeightFormat::kAffine);
+  EXPECT_EQ(masked_bytes, device_matrix_bytes(gguf_to_affine(m.w).view));
+  EXPECT_GT(masked_bytes, device_matrix_bytes(m.w));
+  const std::vector<float> affine = device_matmul(context(), rewritten, x, T);
+  for (size_t i = 0; i < affine.size(); ++i)
+    ASSERT_EQ(bits_of(affine[i]), bits_of(in_place[i])) << i;
 }
 
 // A token's outputs must not depend on the batch it is computed in (issue 18's invariance).
@@ -197,6 +239,19 @@ TEST_F(MatmulTest, MatricesLargerThanABindingAreSplit) {
     EXPECT_GE(dispatches, 2u);
     const std::vector<float> cpu = cpu_matmul(m.w, x, 1, 0);
     expect_within_summation_bounds(m.w, x, 1, gpu, cpu, affine_chain(4, cols));
+  }
+  {
+    // Q6_K rows of 17 blocks (3,570 bytes, 2 off a word): over the binding range, so the
+    // ranges start mid-word.
+    const int cols = 17 * 256, rows = int(range / 3570) + 64;
+    const HostMatrix m = gguf_matrix(GgufType::kQ6_K, rows, cols, 15);
+    const std::vector<float> x = random_floats(cols, 16);
+    const DeviceMatrix dw = upload_matrix(context(), m.w);
+    size_t dispatches = 0;
+    const std::vector<float> gpu = device_matmul(context(), dw, x, 1, &dispatches);
+    EXPECT_GE(dispatches, 2u);
+    const std::vector<float> cpu = cpu_matmul(m.w, x, 1, 0);
+    expect_within_summation_bounds(m.w, x, 1, gpu, cpu, affine_chain(6, cols));
   }
 }
 

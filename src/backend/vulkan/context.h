@@ -30,8 +30,10 @@ namespace qmlx::vulkan {
 
 // True when $QMLX_VULKAN_MASK_FEATURES (a comma-separated list) names `feature`: the context
 // then acts as on a device without it, so the fallback paths run on a device that has it
-// (tests, CI). Known: "float64" (fma_mode.h: without it an unfused fma stays unfused) and
-// "unified-memory" (buffers device-local with staging copies, as on a discrete GPU).
+// (tests, CI). Known: "float64" (fma_mode.h: without it an unfused fma stays unfused),
+// "unified-memory" (buffers device-local with staging copies, as on a discrete GPU) and
+// "gguf-blocks" (GGUF weights uploaded as their affine rewrite, matmul.h, not read in place: the
+// same bits in more memory, for comparing the two kernels and as a way round a driver's fault).
 bool feature_masked(const std::string& feature);
 
 struct ContextOptions {

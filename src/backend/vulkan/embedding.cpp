@@ -4,6 +4,7 @@
 
 #include "backend/vulkan/binding_window.h"
 #include "backend/vulkan/fma_mode.h"
+#include "backend/vulkan/matmul_layout.h"
 #include "base/error.h"
 
 namespace qmlx::vulkan {
@@ -13,7 +14,7 @@ struct Push {
   uint32_t first_row, rows, cols, table_base, scale_base, bias_base, id_base, out_base;
 };
 
-// The shader's FORMAT constant: the float formats by their ScalarType, affine 3.
+// The shader's FORMAT constant: the float formats by their ScalarType, affine 3, GGUF 4.
 uint32_t spec_format(WeightFormat f) {
   switch (f) {
     case WeightFormat::kF16:
@@ -22,6 +23,8 @@ uint32_t spec_format(WeightFormat f) {
       return 2;
     case WeightFormat::kAffine:
       return 3;
+    case WeightFormat::kGguf:
+      return 4;
     default:
       return 0;
   }
@@ -35,9 +38,9 @@ void record_embedding(CommandRecorder& recorder, const DeviceMatrix& table, cons
   Context& context = recorder.context();
   const DeviceInfo& device = context.device_info();
   const bool affine = table.format == WeightFormat::kAffine;
-  const size_t element_bytes = affine || table.format == WeightFormat::kF32 ? 4 : 2;
-  const size_t row =
-      affine ? size_t(table.cols) * table.bits / 8 : size_t(table.cols) * element_bytes;
+  const bool gguf = table.format == WeightFormat::kGguf;
+  const size_t element_bytes = weight_element_bytes(table);
+  const size_t row = matrix_row_bytes(table);
   const size_t scale_bytes = affine ? scalar_size(table.scale_type) : 0;
   const size_t meta_row = affine ? size_t(table.cols / table.group_size) * scale_bytes : 0;
   const size_t out_row = size_t(table.cols) * 4;
@@ -45,7 +48,7 @@ void record_embedding(CommandRecorder& recorder, const DeviceMatrix& table, cons
 
   // Table rows per dispatch: their data (and scales) must fit one binding each. Tokens per
   // dispatch: one workgroup each, their output rows within one binding.
-  size_t rows_per = std::min<size_t>(table.rows, capacity / row);
+  size_t rows_per = std::min<size_t>(table.rows, (capacity - (gguf ? kBlockWindowSlack : 0)) / row);
   if (affine) rows_per = std::min(rows_per, capacity / meta_row);
   const size_t tokens_per =
       std::min({size_t(T), size_t(device.max_workgroup_count[0]), capacity / out_row});
@@ -53,12 +56,12 @@ void record_embedding(CommandRecorder& recorder, const DeviceMatrix& table, cons
     throw Error("Vulkan embedding: rows of " + std::to_string(table.cols) +
                 " columns are wider than " + device.name + " can bind");
 
-  const Pipeline& pipeline =
-      context.pipelines().get({fma_shader(context, "embedding"),
-                               5,
-                               sizeof(Push),
-                               {spec_format(table.format), uint32_t(table.bits),
-                                uint32_t(table.group_size), uint32_t(table.scale_type)}});
+  const Pipeline& pipeline = context.pipelines().get(
+      {fma_shader(context, "embedding"),
+       5,
+       sizeof(Push),
+       {spec_format(table.format), uint32_t(table.bits), uint32_t(table.group_size),
+        uint32_t(table.scale_type), uint32_t(table.gguf_type)}});
   // Float tables have no scales: their slots bind the ids again, never read.
   for (size_t t0 = 0; t0 < size_t(T); t0 += tokens_per) {
     const size_t nt = std::min(tokens_per, size_t(T) - t0);
@@ -67,8 +70,13 @@ void record_embedding(CommandRecorder& recorder, const DeviceMatrix& table, cons
         window(context, out, t0 * out_row, (t0 + nt) * out_row, 4, Access::kWrite);
     for (size_t r0 = 0; r0 < size_t(table.rows); r0 += rows_per) {
       const size_t nr = std::min(rows_per, size_t(table.rows) - r0);
-      const Window data =
-          window(context, table.data, r0 * row, (r0 + nr) * row, element_bytes, Access::kRead);
+      Window data;
+      if (gguf) {
+        const BlockWindow blocks = block_window(context, table.data, r0 * row, (r0 + nr) * row);
+        data = {blocks.binding, blocks.byte_base};
+      } else {
+        data = window(context, table.data, r0 * row, (r0 + nr) * row, element_bytes, Access::kRead);
+      }
       Window scales = id, biases = id;
       if (affine) {
         scales = window(context, table.scales, r0 * meta_row, (r0 + nr) * meta_row, scale_bytes,

@@ -1,8 +1,9 @@
 // Embedding gather on the device: out[t] = row ids[t] of the token-embedding table as floats,
 // the Vulkan counterpart of Model::embed (dequantize_rows, one row per token) for f32, f16 and
-// bf16 tables and MLX affine 4- and 8-bit ones (shaders/embedding.comp). Float rows are widened
-// exactly; affine rows are dequantized with the CPU's one fma per weight, so every format is
-// bit-identical to the CPU on devices with a correctly rounded fma (lavapipe).
+// bf16 tables, MLX affine ones and GGUF blocks read in place (shaders/embedding.comp). Float rows
+// are widened exactly; affine rows, and GGUF blocks as their affine rewrite, are dequantized
+// with the CPU's one fma per weight, so every format is bit-identical to the CPU on devices with
+// a correctly rounded fma (lavapipe).
 //
 // The token ids live in a device buffer, so they may come from the host or from a pick made on
 // the device. A table larger than one storage binding (a 248k-row embedding: 485 MiB in bf16,

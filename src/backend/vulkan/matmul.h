@@ -1,8 +1,10 @@
 // Matmul on the device: y[t][o] = sum_k W[o][k] * x[t][k], the Vulkan counterpart of
-// kernels/matmul.h for f32, f16 and bf16 weights (shaders/matmul_float.comp) and MLX affine
-// 2- to 8-bit quantization (shaders/matmul_affine.comp); GGUF block formats are rewritten as
-// affine rows at upload (kernels/gguf_affine.h says how, and what it costs in memory). Every
-// token's row is computed the same way whatever the batch, so it is bit-identical alone or in one.
+// kernels/matmul.h for f32, f16 and bf16 weights (shaders/matmul_float.comp), MLX affine 2- to
+// 8-bit quantization (shaders/matmul_affine.comp) and GGUF blocks, kept as they are stored and
+// read in place (shaders/matmul_gguf.comp) with the arithmetic of their affine rewrite
+// (kernels/gguf_affine.h), bit for bit, without that rewrite's memory (a Q4_K weight takes 4.5
+// bits, rewritten 6; Q6_K 6.56, rewritten 10). Every token's row is computed the same way
+// whatever the batch, so it is bit-identical alone or in one.
 //  - float weights follow the CPU's generated-row arithmetic (vec::dot, vec::dot_typed) lane
 //    for lane: bit-identical to it where the device has a true fma (lavapipe);
 //  - affine weights are dequantized exactly as the CPU does (one fma per weight), then each
@@ -21,9 +23,11 @@
 
 namespace qmlx::vulkan {
 
-// A weight matrix in device memory, in its stored format (GGUF blocks: as affine rows).
+// A weight matrix in device memory, in its stored format. GGUF blocks keep their type, and the
+// bits and group size of their affine rewrite, whose arithmetic the kernels follow.
 struct DeviceMatrix {
   WeightFormat format = WeightFormat::kF32;
+  GgufType gguf_type = GgufType::kF32;  // GGUF only
   int rows = 0;
   int cols = 0;
   int bits = 0;
@@ -34,8 +38,8 @@ struct DeviceMatrix {
   Buffer biases;
 };
 
-// Bytes `w` takes in device memory (data, scales and biases; GGUF blocks as the affine rows
-// they are rewritten to). Throws qmlx::Error for unsupported formats.
+// Bytes `w` takes in device memory (data, scales and biases; GGUF blocks as stored). Throws
+// qmlx::Error for unsupported formats.
 size_t device_matrix_bytes(const WeightMatrix& w);
 
 // True when the device kernels handle `w`; otherwise *why says what is missing.

@@ -20,6 +20,11 @@ struct AffinePush {
       expert_count, id_base, x_base, x_routes, y_base;
 };
 
+struct GgufPush {
+  uint32_t rows, cols, byte_base, row_bytes, expert_first, expert_count, id_base, x_base, x_routes,
+      y_base;
+};
+
 }  // namespace
 
 DeviceExperts upload_experts(Context& context, std::span<const WeightMatrix* const> experts) {
@@ -45,12 +50,14 @@ void record_matmul_by_expert(CommandRecorder& recorder, const DeviceExperts& w, 
   const DeviceInfo& device = context.device_info();
   const DeviceMatrix& m = w.stacked;
   const bool affine = m.format == WeightFormat::kAffine;
+  const bool gguf = m.format == WeightFormat::kGguf;
   const size_t capacity = window_capacity(context);
 
   // Experts per dispatch: their weights (and scales) must fit one binding each.
   const size_t expert_bytes = size_t(w.rows) * matrix_row_bytes(m);
   const size_t expert_meta = size_t(w.rows) * matrix_meta_row_bytes(m);
-  size_t experts_per = std::min<size_t>(w.experts, capacity / expert_bytes);
+  size_t experts_per =
+      std::min<size_t>(w.experts, (capacity - (gguf ? kBlockWindowSlack : 0)) / expert_bytes);
   if (affine) experts_per = std::min(experts_per, capacity / expert_meta);
   // Tokens per dispatch: their routes are the dispatch's y workgroups, and their inputs, ids
   // and outputs must fit one binding each.
@@ -66,11 +73,14 @@ void record_matmul_by_expert(CommandRecorder& recorder, const DeviceExperts& w, 
                 std::to_string(m.cols) + " matrix, or one token's " + std::to_string(k) +
                 " routes, exceed what " + device.name + " can bind or dispatch at once");
 
-  const std::string shader = affine ? "matmul_by_expert_affine" : "matmul_by_expert_float";
-  const Pipeline& pipeline =
-      context.pipelines().get({fma_shader(context, shader), affine ? 6u : 4u,
-                               affine ? uint32_t(sizeof(AffinePush)) : uint32_t(sizeof(FloatPush)),
-                               matmul_specialization(m)});
+  const std::string shader = affine ? "matmul_by_expert_affine"
+                             : gguf ? "matmul_by_expert_gguf"
+                                    : "matmul_by_expert_float";
+  const uint32_t push_bytes = affine ? sizeof(AffinePush)
+                              : gguf ? sizeof(GgufPush)
+                                     : sizeof(FloatPush);
+  const Pipeline& pipeline = context.pipelines().get(
+      {fma_shader(context, shader), affine ? 6u : 4u, push_bytes, matmul_specialization(m)});
   const uint32_t x_routes = input == ExpertInput::kToken ? uint32_t(k) : 1u;
   const size_t scale_bytes = affine ? scalar_size(m.scale_type) : 0;
 
@@ -81,9 +91,20 @@ void record_matmul_by_expert(CommandRecorder& recorder, const DeviceExperts& w, 
     const Window out = window(context, y, t0 * y_token, (t0 + nt) * y_token, 4, Access::kWrite);
     for (size_t e0 = 0; e0 < size_t(w.experts); e0 += experts_per) {
       const size_t ne = std::min(experts_per, size_t(w.experts) - e0);
+      const uint32_t groups_y = uint32_t(nt * k);
+      if (gguf) {
+        const BlockWindow blocks =
+            block_window(context, m.data, e0 * expert_bytes, (e0 + ne) * expert_bytes);
+        const GgufPush push{
+            uint32_t(w.rows), uint32_t(m.cols), blocks.byte_base, uint32_t(matrix_row_bytes(m)),
+            uint32_t(e0),     uint32_t(ne),     id.base,          in.base,
+            x_routes,         out.base};
+        const Binding bindings[] = {blocks.binding, in.binding, out.binding, id.binding};
+        recorder.dispatch(pipeline, bindings, &push, sizeof push, uint32_t(groups_x), groups_y);
+        continue;
+      }
       const Window weights = window(context, m.data, e0 * expert_bytes, (e0 + ne) * expert_bytes,
                                     weight_element_bytes(m), Access::kRead);
-      const uint32_t groups_y = uint32_t(nt * k);
       if (!affine) {
         const FloatPush push{uint32_t(w.rows), uint32_t(m.cols),
                              weights.base,     uint32_t(expert_bytes / weight_element_bytes(m)),

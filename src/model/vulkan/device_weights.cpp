@@ -184,7 +184,7 @@ std::string mtp_unsupported(const ModelConfig& c, const MtpWeights& m) {
   return column_blocks_refusal(m.fc, c.hidden_size);
 }
 
-// Bytes in device memory (device_matrix_bytes: GGUF blocks as their affine rewrite), which the
+// Bytes in device memory (device_matrix_bytes: GGUF blocks as stored), which the
 // progress line counts and the device must hold.
 uint64_t on_device(const WeightMatrix& w) { return device_matrix_bytes(w); }
 
