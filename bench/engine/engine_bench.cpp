@@ -235,6 +235,10 @@ int main(int argc, char** argv) {
       {"load_average_1min", load_average()},
       {"batch_decode", batched},
       {"device_decode_step", device_step},
+      // What the weights take in device memory (GGUF blocks as stored, or as their affine
+      // rewrite with QMLX_VULKAN_MASK_FEATURES=gguf-blocks); null on the CPU.
+      {"device_weight_bytes",
+       model->device() ? nlohmann::json(model->device()->weight_bytes()) : nlohmann::json()},
       {"peak_rss_bytes", qmlx::peak_rss_bytes()}};
   std::printf("%s\n", out.dump().c_str());
   return 0;

@@ -7,9 +7,12 @@
 #   3. dense decode tokens/s at 1, 4 and 16 sequences, with prefill, on the device and on the
 #      CPU side by side (same model files, same run);
 #   4. the same on a MoE shape;
-#   5. prefill at 8k tokens.
+#   5. prefill at 8k tokens;
+#   6. the MoE shape as a GGUF Q4_K_M file: its blocks read in place on the device, then
+#      uploaded as their affine rewrite (QMLX_VULKAN_MASK_FEATURES=gguf-blocks): device memory
+#      and speed of the two kernels, the same bits.
 # Not yet here (the note of issue 27 says so): llama.cpp's Vulkan build on the same GGUF files
-# (GGUF weights do not run on the device yet) and cold against warm time to first token at 32k.
+# and cold against warm time to first token at 32k.
 # Usage: bench/gpu/run.sh [--smoke] [BUILD_DIR]
 #   --smoke: tiny models and few tokens (CI on lavapipe: the script works, the numbers mean little)
 #   DEVICE (default vulkan), OUT (default BUILD_DIR/bench-gpu), QMLX_BENCH_MODELS (model cache)
@@ -90,4 +93,26 @@ else
   bench moe-35b-a3b-8layers-mlx4 "$moe" 512 64 1,4,16
   bench dense-0.8b-mlx4-prefill-8k "$dense" 8192 8 1
 fi
+
+# 6. GGUF blocks in place against their affine rewrite, on the device only.
+gguf_moe=$models/moe-gguf-q4_k_m.gguf
+if [[ $smoke == 1 ]]; then
+  [[ -f $gguf_moe ]] || "$qmlx" make-model --out "$gguf_moe" --format gguf --gguf-type q4_k_m \
+    --arch qwen3_5_moe --hidden 256 --moe-intermediate 256 >/dev/null
+  gguf_args=(64 8 --batch 1,4)
+else
+  [[ -f $gguf_moe ]] || "$qmlx" make-model --out "$gguf_moe" --format gguf --gguf-type q4_k_m \
+    --arch qwen3_5_moe --hidden 2048 --layers 8 --heads 16 --kv-heads 2 --head-dim 256 \
+    --linear-key-heads 16 --linear-value-heads 32 --linear-key-dim 128 --linear-value-dim 128 \
+    --experts 256 --experts-per-tok 8 --moe-intermediate 512 --shared-intermediate 512 \
+    --vocab 248320 >/dev/null
+  gguf_args=(512 64 --batch 1,4,16)
+fi
+for blocks in in-place rewritten; do
+  line=$(export QMLX_BENCH_BANDWIDTH_GBS=$bandwidth
+    [[ $blocks == rewritten ]] && export QMLX_VULKAN_MASK_FEATURES=gguf-blocks
+    "$build/bench/engine/qmlx_engine_bench" "$gguf_moe" "${gguf_args[@]}" --device "$device" \
+      2>/dev/null)
+  say "{\"case\": \"moe-gguf-q4_k_m\", \"on\": \"$device\", \"gguf_blocks\": \"$blocks\", \"result\": $line}"
+done
 say "# done $(date -u +%FT%TZ)"

@@ -71,11 +71,11 @@ const Variant kVariants[] = {
     // Q6_K where llama-quantize's mix puts it), and routed experts of Q3_K.
     {"qwen3_mlx3_kv_bf16", Arch::kQwen3, modelgen::Layout::kMLX, 3, modelgen::TensorDType::kF32,
      KvType::kBF16},
-    // (Value heads of 32: llama.cpp's tiled out_proj is undone on the device by moving whole
-    // heads of columns, which must not cut a quantization group; 6 value heads on 2 key heads
-    // tile in an order that is not its own inverse.)
+    // (Value heads of 128, as in every Qwen3.5: each 256-value block of llama.cpp's tiled
+    // out_proj spans two heads, so the device moves the activations into the file's order, as
+    // the CPU does; 6 value heads on 2 key heads tile in an order that is not its own inverse.)
     {"qwen3_5_gguf_q4_k_m_kv_f16", Arch::kQwen35, modelgen::Layout::kHF, 0,
-     modelgen::TensorDType::kF32, KvType::kF16, "q4_k_m", 32, 6},
+     modelgen::TensorDType::kF32, KvType::kF16, "q4_k_m", 128, 6},
     {"qwen3_5_moe_gguf_q3_k_kv_bf16", Arch::kQwen35Moe, modelgen::Layout::kHF, 0,
      modelgen::TensorDType::kF32, KvType::kBF16, "q3_k", 32},
     // Routed experts on the CPU: every layer's (MLX 4-bit), the first of four layers' (GGUF

@@ -73,6 +73,14 @@ class Uploader {
     bytes_ += size_of(d.stacked);
     return d;
   }
+  Buffer ints(const std::vector<int>& v) {
+    std::vector<int32_t> i32(v.begin(), v.end());
+    Buffer b = context_.create_buffer(i32.size() * 4);
+    context_.upload(b, 0, i32.data(), i32.size() * 4);
+    advance(i32.size() * 4);
+    bytes_ += b.size();
+    return b;
+  }
   Buffer floats(const std::vector<float>& v) {
     Buffer b = context_.create_buffer(v.size() * 4);
     context_.upload(b, 0, v.data(), v.size() * 4);
@@ -144,12 +152,6 @@ void check_layer(const ModelConfig& c, const LayerWeights& layer, bool host_expe
                   " is not a multiple of 16");
   } else {
     const DeltaNetWeights& d = layer.delta_net;
-    // Its input heads are moved in the weights at upload, in whole heads of columns.
-    if (const std::string why = column_blocks_refusal(d.out, c.linear_value_dim);
-        !d.out_heads.empty() && !why.empty())
-      throw Error("--device vulkan: " + at +
-                  "out_proj keeps llama.cpp's tiled head order, and its heads cannot be moved: " +
-                  why + " (use --device cpu)");
     for (const auto& [m, name] : {std::pair{&d.qkv, "in_proj_qkv"},
                                   {&d.z, "in_proj_z"},
                                   {&d.b, "in_proj_b"},
@@ -209,6 +211,7 @@ uint64_t layer_bytes(const LayerWeights& l, bool host_experts) {
     const DeltaNetWeights& d = l.delta_net;
     total += on_device(d.qkv) + on_device(d.z) + on_device(d.b) + on_device(d.a) + on_device(d.out);
     total += (d.conv.size() + d.dt_bias.size() + d.A.size() + d.norm.size()) * 4;
+    total += d.out_heads.size() * 4;
   }
   if (!l.moe) return total + mlp_bytes(l.mlp);
   const MoeWeights& m = l.moe_ffn;
@@ -291,15 +294,8 @@ DeviceLayer upload_layer(Uploader& up, const ModelConfig& c, const LayerWeights&
     d.delta_net.z = up.matrix(n.z);
     d.delta_net.b = up.matrix(n.b);
     d.delta_net.a = up.matrix(n.a);
-    if (n.out_heads.empty()) {
-      d.delta_net.out = up.matrix(n.out);
-    } else {  // llama.cpp's tiled head order, undone in the weights (column_blocks.h):
-      // input head i takes value head out_heads[i], so value head h's weights are head i's.
-      std::vector<int> from(n.out_heads.size());
-      for (size_t i = 0; i < from.size(); ++i) from[size_t(n.out_heads[i])] = int(i);
-      const OwnedMatrix moved = gather_column_blocks(n.out, c.linear_value_dim, from);
-      d.delta_net.out = up.matrix(moved.view);
-    }
+    d.delta_net.out = up.matrix(n.out);  // llama.cpp's tiled head order stays: see out_heads
+    if (!n.out_heads.empty()) d.delta_net.out_heads = up.ints(n.out_heads);
     d.delta_net.conv = up.floats(n.conv);
     d.delta_net.dt_bias = up.floats(n.dt_bias);
     d.delta_net.A = up.floats(n.A);

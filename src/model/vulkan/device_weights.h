@@ -30,6 +30,10 @@ struct DeviceAttention {
 struct DeviceDeltaNet {
   DeviceMatrix qkv, z, b, a, out;
   Buffer conv, dt_bias, A, norm;
+  // int32 [Hv]: out_proj's input head i is value head out_heads[i] (llama.cpp's tiled order,
+  // DeltaNetWeights::out_heads), the activations moved to it by gather_heads.h; empty (size 0)
+  // for the identity.
+  Buffer out_heads;
 };
 
 struct DeviceMlp {

@@ -39,6 +39,7 @@
 #include "backend/vulkan/elementwise.h"
 #include "backend/vulkan/embedding.h"
 #include "backend/vulkan/gated_delta.h"
+#include "backend/vulkan/gather_heads.h"
 #include "backend/vulkan/kv_store.h"
 #include "backend/vulkan/l2_norm.h"
 #include "backend/vulkan/matmul_by_expert.h"
@@ -503,7 +504,14 @@ void VulkanForward::record_delta_layer(CommandRecorder& rec, const DeviceLayer& 
     rec.copy(s_.seq_c, 0, s_.delta_out, size_t(sp.first) * out_row, size_t(sp.count) * out_row);
   }
   record_rms_norm_gated(rec, s_.delta_out, s_.z, w.norm, s_.delta_out, T * Hv, Dv, c_.rms_norm_eps);
-  record_matmul(rec, w.out, s_.delta_out, T, s_.delta);
+  if (w.out_heads.size() == 0) {
+    record_matmul(rec, w.out, s_.delta_out, T, s_.delta);
+    return;
+  }
+  // out_proj's columns in llama.cpp's tiled head order: the heads moved to it (z, read by the
+  // norm, is free again).
+  record_gather_heads(rec, s_.delta_out, w.out_heads, T, Hv, Dv, s_.z);
+  record_matmul(rec, w.out, s_.z, T, s_.delta);
 }
 
 void VulkanForward::record_mlp(CommandRecorder& rec, const DeviceMlp& w, int T,
