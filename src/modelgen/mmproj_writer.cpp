@@ -35,7 +35,9 @@ class MmprojLayout {
       throw Error("an mmproj splits the patch embedding into 2 temporal slices (llama.cpp's)");
     add_patch_embedding();
     vector("v.patch_embd.bias", "visual.patch_embed.proj.bias");
-    matrix("v.position_embd.weight", "visual.pos_embed.weight");
+    // The converter keeps the position grid in F32 whatever the output type (POS_EMBD and
+    // V_ENC_EMBD_POS are among its always-F32 tensors; mtmd adds it to F32 rows).
+    vector("v.position_embd.weight", "visual.pos_embed.weight");
     for (int b = 0; b < v.depth; ++b) {
       const std::string hf = "visual.blocks." + std::to_string(b) + ".";
       const std::string gg = "v.blk." + std::to_string(b) + ".";
@@ -75,14 +77,14 @@ class MmprojLayout {
   // F32, rounded as the checkpoint's dtype stores it.
   void vector(const std::string& name, const std::string& logical) {
     const LogicalTensor& t = model_.at(logical);
-    tensor(
-        name,
-        [values = t.values, dtype = options_.dtype] {
-          auto v = values();
-          for (float& x : v) x = round_to_dtype(x, dtype);
-          return v;
-        },
-        t.shape, GgufQuant::kF32);
+    tensor(name, rounded(t.values), t.shape, GgufQuant::kF32);
+  }
+  Values rounded(Values values) const {
+    return [values = std::move(values), dtype = options_.dtype] {
+      auto v = values();
+      for (float& x : v) x = round_to_dtype(x, dtype);
+      return v;
+    };
   }
   void linear(const std::string& name, const std::string& logical) {
     matrix(name + ".weight", logical + ".weight");
@@ -94,6 +96,8 @@ class MmprojLayout {
   }
   // The Conv3d [H, C, 2, P, P] as llama.cpp's converter splits it: slice t of the temporal
   // axis, a [H, C, P, P] Conv2d kernel, as v.patch_embd.weight (t = 0) and .weight.1 (t = 1).
+  // Its type is the converter's too (MmprojModel.tensor_force_quant): F16 in an f16 file, F32
+  // otherwise (a bf16 checkpoint's values, rounded to bf16, stored as F32).
   void add_patch_embedding() {
     const LogicalTensor& conv = model_.at("visual.patch_embed.proj.weight");
     const int64_t H = conv.shape[0], C = conv.shape[1], T = conv.shape[2];
@@ -107,8 +111,9 @@ class MmprojLayout {
                      all.begin() + (hc * T + t + 1) * plane);
         return out;
       };
-      tensor(t == 0 ? "v.patch_embd.weight" : "v.patch_embd.weight.1", slice,
-             {H, C, conv.shape[3], conv.shape[4]}, matrix_type(options_.dtype));
+      const bool f16 = options_.dtype == TensorDType::kF16;
+      tensor(t == 0 ? "v.patch_embd.weight" : "v.patch_embd.weight.1", f16 ? slice : rounded(slice),
+             {H, C, conv.shape[3], conv.shape[4]}, f16 ? GgufQuant::kF16 : GgufQuant::kF32);
     }
   }
 
@@ -137,6 +142,10 @@ void add_clip_metadata(const ModelOptions& options, GgufFileWriter& w) {
   // The converter writes the text config's rms_norm_eps here; the tower's LayerNorms use 1e-6.
   w.add_f32("clip.vision.attention.layer_norm_epsilon", float(options.shape.rms_norm_eps));
   w.add_u32("clip.vision.spatial_merge_size", uint32_t(v.merge));
+  // The converter copies preprocessor_config.json's normalization (Qwen's 0.5, as
+  // model_config.cpp writes it); mtmd refuses a file without these two arrays.
+  w.add_f32_array("clip.vision.image_mean", {0.5f, 0.5f, 0.5f});
+  w.add_f32_array("clip.vision.image_std", {0.5f, 0.5f, 0.5f});
 }
 
 }  // namespace
