@@ -26,8 +26,12 @@ GgufQuant matrix_type(TensorDType dtype) {
 
 class MmprojLayout {
  public:
-  MmprojLayout(const ModelOptions& options, const LogicalModel& model, GgufFileWriter& writer)
-      : options_(options), model_(model), writer_(writer) {}
+  MmprojLayout(const ModelOptions& options, const LogicalModel& model, GgufFileWriter& writer,
+               std::optional<GgufQuant> matrices)
+      : options_(options),
+        model_(model),
+        writer_(writer),
+        matrices_(matrices.value_or(matrix_type(options.dtype))) {}
 
   void add_tensors() {
     const VisionShape& v = options_.shape.vision_tower;
@@ -72,7 +76,7 @@ class MmprojLayout {
   }
   void matrix(const std::string& name, const std::string& logical) {
     const LogicalTensor& t = model_.at(logical);
-    tensor(name, t.values, t.shape, matrix_type(options_.dtype));
+    tensor(name, t.values, t.shape, matrices_);
   }
   // F32, rounded as the checkpoint's dtype stores it.
   void vector(const std::string& name, const std::string& logical) {
@@ -120,6 +124,7 @@ class MmprojLayout {
   const ModelOptions& options_;
   const LogicalModel& model_;
   GgufFileWriter& writer_;
+  GgufQuant matrices_;
   std::vector<std::string> names_;
 };
 
@@ -154,23 +159,24 @@ bool is_mmproj_tensor(const std::string& name) {
   return name.rfind("v.", 0) == 0 || name.rfind("mm.", 0) == 0;
 }
 
-void write_mmproj(const ModelOptions& options, const LogicalModel& weights,
-                  const std::string& path) {
+void write_mmproj(const ModelOptions& options, const LogicalModel& weights, const std::string& path,
+                  std::optional<GgufQuant> matrices) {
   validate_options(options);
   if (!options.shape.vision) throw Error("an mmproj file needs --vision (a tower to write)");
   GgufFileWriter w;
   add_clip_metadata(options, w);
-  MmprojLayout layout(options, weights, w);
+  MmprojLayout layout(options, weights, w, matrices);
   layout.add_tensors();
   require_omitted_tensors_exist(options, layout.names());
   w.write(path);
 }
 
-void write_random_mmproj(const ModelOptions& options, const std::string& path) {
+void write_random_mmproj(const ModelOptions& options, const std::string& path,
+                         std::optional<GgufQuant> matrices) {
   validate_options(options);
   const LogicalModel weights =
       random_logical_model(options.arch, options.shape, options.seed, Vocabulary::demo().size());
-  write_mmproj(options, weights, path);
+  write_mmproj(options, weights, path, matrices);
 }
 
 }  // namespace qmlx::modelgen

@@ -120,6 +120,14 @@ TEST_F(VisionLayoutsTest, AnMmprojHasTheConvertersTypesAndNormalization) {
                                                                    : GgufType::kBF16;
     EXPECT_EQ(file.find("v.blk.0.attn_qkv.weight")->type, matrix);
   }
+  // --mmproj-type q8_0: the matrices only (the converter's --outtype q8_0).
+  modelgen::write_random_mmproj(tower_options(Layout::kHF), dir_ + "/q8.gguf",
+                                modelgen::GgufQuant::kQ8_0);
+  const GgufFile q8(dir_ + "/q8.gguf");
+  EXPECT_EQ(q8.find("mm.0.weight")->type, GgufType::kQ8_0);
+  EXPECT_EQ(q8.find("mm.0.bias")->type, GgufType::kF32);
+  EXPECT_EQ(q8.find("v.patch_embd.weight")->type, GgufType::kF32);
+  EXPECT_EQ(q8.find("v.position_embd.weight")->type, GgufType::kF32);
 }
 
 TEST_F(VisionLayoutsTest, AnMmprojThatDoesNotFitIsDroppedAndTheTextModelServes) {
