@@ -276,7 +276,7 @@ def check_case(args, name, arch, dtype, seed, sizes, work, report):
             if mut <= LM_TOLERANCE:
                 failures.append(f"{label}: transposed positions pass ({mut:.3e})")
     if name == CASES[0][0]:
-        report += preprocessing_notes(args, model, mmproj, mtmd_prompt, work)
+        preprocessing_notes(args, model, mmproj, mtmd_prompt, work)
     return failures
 
 
