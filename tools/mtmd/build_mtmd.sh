@@ -26,13 +26,14 @@ version=$(node -p "require('$NLC/package.json').version")
 release=$(node -p "require('$NLC/llama/llama.cpp.info.json').tag")
 
 SRC=$DIR/llama.cpp
-if [[ ! -f $SRC/tools/mtmd/mtmd.h ]]; then
-  echo "build_mtmd: cloning llama.cpp $release from node-llama-cpp@$PIN's bundle" >&2
-  rm -rf "$SRC"
+BUILD=$DIR/build
+commit=$(git bundle list-heads "$NLC/llama/gitRelease.bundle" | awk '$2 == "HEAD" {print $1}')
+if [[ ! -f $SRC/tools/mtmd/mtmd.h ]] || [[ $(git -C "$SRC" rev-parse HEAD) != "$commit" ]]; then
+  echo "build_mtmd: cloning llama.cpp $release ($commit) from node-llama-cpp@$PIN's bundle" >&2
+  rm -rf "$SRC" "$BUILD"
   git clone -q "$NLC/llama/gitRelease.bundle" "$SRC" 2>/dev/null
 fi
 
-BUILD=$DIR/build
 if [[ ! -f $BUILD/build.ninja ]]; then
   # Only libllama, ggml's CPU backend and libmtmd: no common library, tools, tests, examples,
   # server, HTTPS or video (ffmpeg) support.
