@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -101,7 +102,7 @@ int run_make_model(int argc, char** argv) {
   CLI::App app{"Write a random model (or a scripted fixture model) with a small tokenizer",
                "make-model"};
   std::string out, arch = "qwen3_5_moe", layout = "hf", dtype, preset, script, template_arch;
-  std::string script_after_tool, mmproj_out;
+  std::string script_after_tool, mmproj_out, mmproj_type;
   std::string format = "safetensors", gguf_type = "f32";
   std::optional<int> bits, group_size;
   std::vector<std::string> omit_tensors;
@@ -132,8 +133,12 @@ int run_make_model(int argc, char** argv) {
                  "leave this stored tensor out (repeatable), for a checkpoint with a part missing "
                  "as some converters leave one: e.g. mtp.norm.weight, blk.4.nextn.enorm.weight");
   app.add_option("--mmproj-out", mmproj_out,
-                 "with --vision: also write the tower as a llama.cpp mmproj GGUF file (tensors in "
-                 "--dtype); --omit-tensor names starting v. or mm. apply to it");
+                 "with --vision: also write the tower as a llama.cpp mmproj GGUF file (matrices "
+                 "in --dtype, other tensors as llama.cpp's converter types them); --omit-tensor "
+                 "names starting v. or mm. apply to it");
+  app.add_option("--mmproj-type", mmproj_type,
+                 "the mmproj's matrices in this GGUF type instead of --dtype (q8_0: the "
+                 "converter's --outtype q8_0)");
   add_shape_flags(app, shape_flags);
   try {
     app.parse(argc, argv);
@@ -176,6 +181,12 @@ int run_make_model(int argc, char** argv) {
   options.shards = shards;
   apply_shape_flags(shape_flags, options.shape);
   if (!mmproj_out.empty() && !options.shape.vision) throw Error("--mmproj-out needs --vision");
+  std::optional<GgufQuant> mmproj_matrices;
+  if (!mmproj_type.empty()) {
+    if (mmproj_out.empty()) throw Error("--mmproj-type needs --mmproj-out");
+    mmproj_matrices = parse_gguf_quant(mmproj_type);
+    if (!mmproj_matrices) throw Error("--mmproj-type: unknown GGUF type " + mmproj_type);
+  }
   // The mmproj's tensor names go to its writer, the others to the model's.
   ModelOptions mmproj_options = options;
   for (const std::string& name : omit_tensors)
@@ -195,7 +206,7 @@ int run_make_model(int argc, char** argv) {
     throw Error("--format must be safetensors or gguf");
   }
   if (!mmproj_out.empty()) {
-    write_random_mmproj(mmproj_options, mmproj_out);
+    write_random_mmproj(mmproj_options, mmproj_out, mmproj_matrices);
     std::printf("wrote its vision tower as an mmproj to %s\n", mmproj_out.c_str());
   }
   return 0;

@@ -91,6 +91,15 @@ void GgufFileWriter::add_i32_array(const std::string& key, const std::vector<int
   ++metadata_count_;
 }
 
+void GgufFileWriter::add_f32_array(const std::string& key, const std::vector<float>& values) {
+  put_string(metadata_, key);
+  put<uint32_t>(metadata_, kArray);
+  put<uint32_t>(metadata_, kFloat32);
+  put<uint64_t>(metadata_, values.size());
+  for (float v : values) put(metadata_, v);
+  ++metadata_count_;
+}
+
 void GgufFileWriter::add_tensor(const std::string& name, std::vector<int64_t> ne, GgufQuant type,
                                 std::function<std::vector<uint8_t>()> encode) {
   int64_t elements = 1;

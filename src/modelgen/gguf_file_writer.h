@@ -23,6 +23,7 @@ class GgufFileWriter {
   void add_bool(const std::string& key, bool value);
   void add_string_array(const std::string& key, const std::vector<std::string>& values);
   void add_i32_array(const std::string& key, const std::vector<int32_t>& values);
+  void add_f32_array(const std::string& key, const std::vector<float>& values);
 
   // A tensor of `ne` (ggml order: ne[0] is the row length) stored as `type`; `encode`
   // returns exactly gguf_quant_bytes(type, elements) bytes and is called once, at write time.

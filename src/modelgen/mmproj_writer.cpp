@@ -26,8 +26,12 @@ GgufQuant matrix_type(TensorDType dtype) {
 
 class MmprojLayout {
  public:
-  MmprojLayout(const ModelOptions& options, const LogicalModel& model, GgufFileWriter& writer)
-      : options_(options), model_(model), writer_(writer) {}
+  MmprojLayout(const ModelOptions& options, const LogicalModel& model, GgufFileWriter& writer,
+               std::optional<GgufQuant> matrices)
+      : options_(options),
+        model_(model),
+        writer_(writer),
+        matrices_(matrices.value_or(matrix_type(options.dtype))) {}
 
   void add_tensors() {
     const VisionShape& v = options_.shape.vision_tower;
@@ -35,7 +39,9 @@ class MmprojLayout {
       throw Error("an mmproj splits the patch embedding into 2 temporal slices (llama.cpp's)");
     add_patch_embedding();
     vector("v.patch_embd.bias", "visual.patch_embed.proj.bias");
-    matrix("v.position_embd.weight", "visual.pos_embed.weight");
+    // The converter keeps the position grid in F32 whatever the output type (POS_EMBD and
+    // V_ENC_EMBD_POS are among its always-F32 tensors; mtmd adds it to F32 rows).
+    vector("v.position_embd.weight", "visual.pos_embed.weight");
     for (int b = 0; b < v.depth; ++b) {
       const std::string hf = "visual.blocks." + std::to_string(b) + ".";
       const std::string gg = "v.blk." + std::to_string(b) + ".";
@@ -70,19 +76,19 @@ class MmprojLayout {
   }
   void matrix(const std::string& name, const std::string& logical) {
     const LogicalTensor& t = model_.at(logical);
-    tensor(name, t.values, t.shape, matrix_type(options_.dtype));
+    tensor(name, t.values, t.shape, matrices_);
   }
   // F32, rounded as the checkpoint's dtype stores it.
   void vector(const std::string& name, const std::string& logical) {
     const LogicalTensor& t = model_.at(logical);
-    tensor(
-        name,
-        [values = t.values, dtype = options_.dtype] {
-          auto v = values();
-          for (float& x : v) x = round_to_dtype(x, dtype);
-          return v;
-        },
-        t.shape, GgufQuant::kF32);
+    tensor(name, rounded(t.values), t.shape, GgufQuant::kF32);
+  }
+  Values rounded(Values values) const {
+    return [values = std::move(values), dtype = options_.dtype] {
+      auto v = values();
+      for (float& x : v) x = round_to_dtype(x, dtype);
+      return v;
+    };
   }
   void linear(const std::string& name, const std::string& logical) {
     matrix(name + ".weight", logical + ".weight");
@@ -94,6 +100,8 @@ class MmprojLayout {
   }
   // The Conv3d [H, C, 2, P, P] as llama.cpp's converter splits it: slice t of the temporal
   // axis, a [H, C, P, P] Conv2d kernel, as v.patch_embd.weight (t = 0) and .weight.1 (t = 1).
+  // Its type is the converter's too (MmprojModel.tensor_force_quant): F16 in an f16 file, F32
+  // otherwise (a bf16 checkpoint's values, rounded to bf16, stored as F32).
   void add_patch_embedding() {
     const LogicalTensor& conv = model_.at("visual.patch_embed.proj.weight");
     const int64_t H = conv.shape[0], C = conv.shape[1], T = conv.shape[2];
@@ -107,14 +115,16 @@ class MmprojLayout {
                      all.begin() + (hc * T + t + 1) * plane);
         return out;
       };
-      tensor(t == 0 ? "v.patch_embd.weight" : "v.patch_embd.weight.1", slice,
-             {H, C, conv.shape[3], conv.shape[4]}, matrix_type(options_.dtype));
+      const bool f16 = options_.dtype == TensorDType::kF16;
+      tensor(t == 0 ? "v.patch_embd.weight" : "v.patch_embd.weight.1", f16 ? slice : rounded(slice),
+             {H, C, conv.shape[3], conv.shape[4]}, f16 ? GgufQuant::kF16 : GgufQuant::kF32);
     }
   }
 
   const ModelOptions& options_;
   const LogicalModel& model_;
   GgufFileWriter& writer_;
+  GgufQuant matrices_;
   std::vector<std::string> names_;
 };
 
@@ -137,6 +147,10 @@ void add_clip_metadata(const ModelOptions& options, GgufFileWriter& w) {
   // The converter writes the text config's rms_norm_eps here; the tower's LayerNorms use 1e-6.
   w.add_f32("clip.vision.attention.layer_norm_epsilon", float(options.shape.rms_norm_eps));
   w.add_u32("clip.vision.spatial_merge_size", uint32_t(v.merge));
+  // The converter copies preprocessor_config.json's normalization (Qwen's 0.5, as
+  // model_config.cpp writes it); mtmd refuses a file without these two arrays.
+  w.add_f32_array("clip.vision.image_mean", {0.5f, 0.5f, 0.5f});
+  w.add_f32_array("clip.vision.image_std", {0.5f, 0.5f, 0.5f});
 }
 
 }  // namespace
@@ -145,23 +159,24 @@ bool is_mmproj_tensor(const std::string& name) {
   return name.rfind("v.", 0) == 0 || name.rfind("mm.", 0) == 0;
 }
 
-void write_mmproj(const ModelOptions& options, const LogicalModel& weights,
-                  const std::string& path) {
+void write_mmproj(const ModelOptions& options, const LogicalModel& weights, const std::string& path,
+                  std::optional<GgufQuant> matrices) {
   validate_options(options);
   if (!options.shape.vision) throw Error("an mmproj file needs --vision (a tower to write)");
   GgufFileWriter w;
   add_clip_metadata(options, w);
-  MmprojLayout layout(options, weights, w);
+  MmprojLayout layout(options, weights, w, matrices);
   layout.add_tensors();
   require_omitted_tensors_exist(options, layout.names());
   w.write(path);
 }
 
-void write_random_mmproj(const ModelOptions& options, const std::string& path) {
+void write_random_mmproj(const ModelOptions& options, const std::string& path,
+                         std::optional<GgufQuant> matrices) {
   validate_options(options);
   const LogicalModel weights =
       random_logical_model(options.arch, options.shape, options.seed, Vocabulary::demo().size());
-  write_mmproj(options, weights, path);
+  write_mmproj(options, weights, path, matrices);
 }
 
 }  // namespace qmlx::modelgen

@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "base/error.h"
+#include "model/gguf_file.h"
 #include "model/model.h"
 #include "modelgen/mmproj_writer.h"
 #include "modelgen/model_writer.h"
@@ -96,6 +97,37 @@ TEST_F(VisionLayoutsTest, EveryLayoutOfOneTowerEncodesAlike) {
     ASSERT_TRUE(flagged->has_vision());
     EXPECT_EQ(encode(*flagged), expected);
   }
+}
+
+// What llama.cpp's converter writes and mtmd needs (tests/oracle/mtmd_vs_qmlx.py runs mtmd on
+// such files): the normalization arrays, the position grid in F32 whatever the type, and the
+// patch embedding in F16 for an f16 file and F32 otherwise.
+TEST_F(VisionLayoutsTest, AnMmprojHasTheConvertersTypesAndNormalization) {
+  for (const auto dtype :
+       {modelgen::TensorDType::kF32, modelgen::TensorDType::kF16, modelgen::TensorDType::kBF16}) {
+    auto options = tower_options(Layout::kHF);
+    options.dtype = dtype;
+    modelgen::write_random_mmproj(options, dir_ + "/types.gguf");
+    const GgufFile file(dir_ + "/types.gguf");
+    EXPECT_EQ(file.metadata().at("clip.vision.image_mean"), nlohmann::json({0.5, 0.5, 0.5}));
+    EXPECT_EQ(file.metadata().at("clip.vision.image_std"), nlohmann::json({0.5, 0.5, 0.5}));
+    EXPECT_EQ(file.find("v.position_embd.weight")->type, GgufType::kF32);
+    const GgufType patch = dtype == modelgen::TensorDType::kF16 ? GgufType::kF16 : GgufType::kF32;
+    EXPECT_EQ(file.find("v.patch_embd.weight")->type, patch);
+    EXPECT_EQ(file.find("v.patch_embd.weight.1")->type, patch);
+    const GgufType matrix = dtype == modelgen::TensorDType::kF32   ? GgufType::kF32
+                            : dtype == modelgen::TensorDType::kF16 ? GgufType::kF16
+                                                                   : GgufType::kBF16;
+    EXPECT_EQ(file.find("v.blk.0.attn_qkv.weight")->type, matrix);
+  }
+  // --mmproj-type q8_0: the matrices only (the converter's --outtype q8_0).
+  modelgen::write_random_mmproj(tower_options(Layout::kHF), dir_ + "/q8.gguf",
+                                modelgen::GgufQuant::kQ8_0);
+  const GgufFile q8(dir_ + "/q8.gguf");
+  EXPECT_EQ(q8.find("mm.0.weight")->type, GgufType::kQ8_0);
+  EXPECT_EQ(q8.find("mm.0.bias")->type, GgufType::kF32);
+  EXPECT_EQ(q8.find("v.patch_embd.weight")->type, GgufType::kF32);
+  EXPECT_EQ(q8.find("v.position_embd.weight")->type, GgufType::kF32);
 }
 
 TEST_F(VisionLayoutsTest, AnMmprojThatDoesNotFitIsDroppedAndTheTextModelServes) {
