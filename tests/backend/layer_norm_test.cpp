@@ -1,0 +1,58 @@
+// LayerNorm with weight and bias on the device against kernels/norms.h's layer_norm.
+//
+// Tolerance: none on lavapipe (correctly rounded fma, division and square root): the shader
+// follows the CPU's order step for step (layer_norm.glsl). Elsewhere division and square root
+// may be off by the few ulp Vulkan allows, so a row may differ by a few ulp (bounded at 8 here,
+// plus an absolute 1e-6 for outputs that cancel to near zero against the bias).
+#include "backend/vulkan/layer_norm.h"
+
+#include <cmath>
+
+#include "kernels/norms.h"
+#include "vulkan_fixture.h"
+
+namespace qmlx::vulkan::testing {
+namespace {
+
+using LayerNormTest = VulkanTest;
+
+UlpStats run(Context& ctx, int rows, int n, uint64_t seed, float offset, bool exact) {
+  std::vector<float> x = random_floats(size_t(rows) * n, seed, -2.f, 2.f);
+  for (float& v : x) v += offset;  // a mean far from zero: the two-pass variance matters
+  const std::vector<float> w = random_floats(n, seed + 1, 0.5f, 1.5f);
+  const std::vector<float> b = random_floats(n, seed + 2, -0.5f, 0.5f);
+  const float eps = 1e-6f;
+  std::vector<float> cpu(x.size());
+  for (int r = 0; r < rows; ++r)
+    layer_norm(&x[size_t(r) * n], w.data(), b.data(), size_t(n), eps, &cpu[size_t(r) * n]);
+  Buffer xb = ctx.create_buffer(x.size() * 4), wb = ctx.create_buffer(w.size() * 4),
+         bb = ctx.create_buffer(b.size() * 4), yb = ctx.create_buffer(x.size() * 4);
+  ctx.upload(xb, 0, x.data(), x.size() * 4);
+  ctx.upload(wb, 0, w.data(), w.size() * 4);
+  ctx.upload(bb, 0, b.data(), b.size() * 4);
+  CommandRecorder recorder(ctx);
+  record_layer_norm(recorder, xb, wb, bb, yb, rows, n, eps);
+  recorder.submit_and_wait();
+  std::vector<float> gpu(x.size());
+  ctx.download(yb, 0, gpu.data(), gpu.size() * 4);
+  if (!exact) {
+    for (size_t i = 0; i < gpu.size(); ++i)
+      EXPECT_NEAR(gpu[i], cpu[i], 1e-6f + 8e-7f * std::abs(cpu[i]));
+  }
+  return compare_ulp(gpu, cpu);
+}
+
+TEST_F(LayerNormTest, MatchesCpu) {
+  for (const int n : {1, 7, 8, 16, 72, 1000, 1152, 4608})
+    for (const float offset : {0.f, 30.f}) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " offset=" + std::to_string(offset));
+      const UlpStats r = run(context(), 5, n, uint64_t(n) * 3 + uint64_t(offset), offset,
+                             exact_device());
+      if (exact_device()) {
+        EXPECT_EQ(r.differing, 0u) << "max " << r.max_ulp << " ulp";
+      }
+    }
+}
+
+}  // namespace
+}  // namespace qmlx::vulkan::testing
