@@ -11,8 +11,8 @@ namespace {
 using BiasRowsTest = VulkanTest;
 
 TEST_F(BiasRowsTest, AddsTheBiasToEveryRowBitForBit) {
-  for (const auto& [rows, n] : {std::pair{1, 1}, std::pair{3, 63}, std::pair{17, 1152},
-                                std::pair{5, 4304}}) {
+  for (const auto& [rows, n] :
+       {std::pair{1, 1}, std::pair{3, 63}, std::pair{17, 1152}, std::pair{5, 4304}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(n));
     const std::vector<float> y = random_floats(size_t(rows) * n, uint64_t(n), -3.f, 3.f);
     const std::vector<float> bias = random_floats(size_t(n), uint64_t(n) + 1);

@@ -26,8 +26,8 @@ std::vector<float> run_fused(Context& ctx, int T, int heads, int D, const std::v
   ctx.upload(in, 0, qkv.data(), qkv.size() * 4);
   const BidirectionalShape s{T, heads, D, 1.f / std::sqrt(float(D))};
   CommandRecorder recorder(ctx);
-  record_bidirectional_attention(recorder, s, {&in, 0, 3 * H}, {&in, H, 3 * H},
-                                 {&in, 2 * H, 3 * H}, {&out, 0, H});
+  record_bidirectional_attention(recorder, s, {&in, 0, 3 * H}, {&in, H, 3 * H}, {&in, 2 * H, 3 * H},
+                                 {&out, 0, H});
   recorder.submit_and_wait();
   std::vector<float> result(size_t(T) * H);
   ctx.download(out, 0, result.data(), result.size() * 4);
@@ -35,9 +35,9 @@ std::vector<float> run_fused(Context& ctx, int T, int heads, int D, const std::v
 }
 
 TEST_F(BidirectionalAttentionTest, MatchesCpuAndIsDeterministic) {
-  for (const auto& [T, heads, D] : {std::tuple{1, 1, 8}, std::tuple{5, 2, 16},
-                                    std::tuple{64, 3, 72}, std::tuple{130, 2, 72},
-                                    std::tuple{300, 4, 128}, std::tuple{1000, 2, 72}}) {
+  for (const auto& [T, heads, D] :
+       {std::tuple{1, 1, 8}, std::tuple{5, 2, 16}, std::tuple{64, 3, 72}, std::tuple{130, 2, 72},
+        std::tuple{300, 4, 128}, std::tuple{1000, 2, 72}}) {
     SCOPED_TRACE("T=" + std::to_string(T) + " heads=" + std::to_string(heads) +
                  " D=" + std::to_string(D));
     const size_t H = size_t(heads) * D;
@@ -57,8 +57,8 @@ TEST_F(BidirectionalAttentionTest, MatchesCpuAndIsDeterministic) {
 TEST_F(BidirectionalAttentionTest, RefusesHeadsWiderThan128) {
   Buffer b = context().create_buffer(4096);
   std::string why;
-  EXPECT_FALSE(bidirectional_attention_fits(context(), {2, 1, 136, 1.f}, {&b, 0, 136},
-                                            {&b, 0, 136}, {&b, 0, 136}, {&b, 0, 136}, &why));
+  EXPECT_FALSE(bidirectional_attention_fits(context(), {2, 1, 136, 1.f}, {&b, 0, 136}, {&b, 0, 136},
+                                            {&b, 0, 136}, {&b, 0, 136}, &why));
   EXPECT_NE(why.find("head dimension"), std::string::npos) << why;
 }
 

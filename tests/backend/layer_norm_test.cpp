@@ -46,8 +46,8 @@ TEST_F(LayerNormTest, MatchesCpu) {
   for (const int n : {1, 7, 8, 16, 72, 1000, 1152, 4608})
     for (const float offset : {0.f, 30.f}) {
       SCOPED_TRACE("n=" + std::to_string(n) + " offset=" + std::to_string(offset));
-      const UlpStats r = run(context(), 5, n, uint64_t(n) * 3 + uint64_t(offset), offset,
-                             exact_device());
+      const UlpStats r =
+          run(context(), 5, n, uint64_t(n) * 3 + uint64_t(offset), offset, exact_device());
       if (exact_device()) {
         EXPECT_EQ(r.differing, 0u) << "max " << r.max_ulp << " ulp";
       }

@@ -6,8 +6,9 @@
 //
 // Tolerance: the device's matmuls and attention sum in other orders than the CPU's packed GEMM
 // (backend/vulkan/matmul.h, bidirectional_attention.h) and its erf is a fit (gelu.h), so each
-// operation agrees to a few ulp and the encoder's embeddings within 1e-4 of the largest
-// embedding's magnitude (measured on lavapipe: a few 1e-6; the test prints it). What must
+// operation agrees to a few ulp and the encoder's embeddings within 2e-5 of the largest
+// embedding's magnitude (measured on lavapipe: about 2e-6 of 1.3 to 2.6, i.e. 1e-6; the test
+// prints it; the exact GELU in the blocks in place of the tanh one, 2e-4 off, fails it). What must
 // hold exactly: the same image twice gives the same bits, images encoded while the language
 // model runs forward steps on other threads are those bits too, and a tower that does not fit
 // beside the weights stays on the CPU with one warning (its images then the CPU's bits).
@@ -22,11 +23,11 @@
 
 #include "backend/vulkan/device_probe.h"
 #include "backend/vulkan/validation_report.h"
+#include "captured_log.h"
 #include "model/model.h"
 #include "model/vision_encoder.h"
 #include "modelgen/mmproj_writer.h"
 #include "modelgen/model_writer.h"
-#include "captured_log.h"
 #include "tiny_model.h"
 
 namespace qmlx {
@@ -101,8 +102,7 @@ class VulkanVisionTest : public ::testing::Test {
   static void expect_matches_cpu(const Model& cpu, const Model& device) {
     ASSERT_NE(device.device(), nullptr);
     ASSERT_TRUE(device.device()->has_vision());
-    EXPECT_NE(device.device()->description().find("vision tower on the device"),
-              std::string::npos);
+    EXPECT_NE(device.device()->description().find("vision tower on the device"), std::string::npos);
     for (const PatchGrid& grid : kGrids) {
       SCOPED_TRACE(std::to_string(grid.t) + "x" + std::to_string(grid.h) + "x" +
                    std::to_string(grid.w));
@@ -115,9 +115,9 @@ class VulkanVisionTest : public ::testing::Test {
         largest = std::max(largest, std::abs(expected[i]));
         worst = std::max(worst, std::abs(got[i] - expected[i]));
       }
-      EXPECT_LE(worst, 1e-4f * largest) << "largest " << largest;
-      std::printf("[ vision   ] grid %dx%dx%d: max |device - cpu| %.3g of max |cpu| %.3g\n",
-                  grid.t, grid.h, grid.w, double(worst), double(largest));
+      EXPECT_LE(worst, 2e-5f * largest) << "largest " << largest;
+      std::printf("[ vision   ] grid %dx%dx%d: max |device - cpu| %.3g of max |cpu| %.3g\n", grid.t,
+                  grid.h, grid.w, double(worst), double(largest));
       EXPECT_EQ(device.encode_image(pixels, grid), got) << "not deterministic";
     }
   }

@@ -71,10 +71,18 @@ void record_bidirectional_attention(CommandRecorder& recorder, const Bidirection
   const size_t per_dispatch = context.device_info().max_workgroup_count[0];
   for (size_t t0 = 0; t0 < size_t(s.T); t0 += per_dispatch) {
     const size_t count = std::min(per_dispatch, size_t(s.T) - t0);
-    const Push push{uint32_t(s.T),        uint32_t(s.D),        uint32_t(q.stride),
-                    uint32_t(k.stride),   uint32_t(v.stride),   uint32_t(out.stride),
-                    wq.base,              wk.base,              wv.base,
-                    wo.base,              uint32_t(t0),         s.scale};
+    const Push push{uint32_t(s.T),
+                    uint32_t(s.D),
+                    uint32_t(q.stride),
+                    uint32_t(k.stride),
+                    uint32_t(v.stride),
+                    uint32_t(out.stride),
+                    wq.base,
+                    wk.base,
+                    wv.base,
+                    wo.base,
+                    uint32_t(t0),
+                    s.scale};
     recorder.dispatch(pipeline, bindings, &push, sizeof push, uint32_t(count), uint32_t(s.heads));
   }
 }

@@ -20,8 +20,8 @@ constexpr size_t kMaxGroups = 4096;
 void record_gelu(CommandRecorder& recorder, Gelu kind, const Buffer& a, size_t n) {
   if (n == 0) return;
   Context& context = recorder.context();
-  const Pipeline& pipeline = context.pipelines().get(
-      {fma_shader(context, "gelu"), 1, sizeof(Push), {uint32_t(kind)}});
+  const Pipeline& pipeline =
+      context.pipelines().get({fma_shader(context, "gelu"), 1, sizeof(Push), {uint32_t(kind)}});
   const size_t per_dispatch = window_capacity(context) / 4;
   for (size_t first = 0; first < n; first += per_dispatch) {
     const size_t count = std::min(per_dispatch, n - first);

@@ -18,8 +18,8 @@ struct Push {
 
 }  // namespace
 
-void record_layer_norm(CommandRecorder& recorder, const Buffer& x, const Buffer& w,
-                       const Buffer& b, const Buffer& y, int rows, int n, float eps) {
+void record_layer_norm(CommandRecorder& recorder, const Buffer& x, const Buffer& w, const Buffer& b,
+                       const Buffer& y, int rows, int n, float eps) {
   if (rows <= 0 || n <= 0) return;
   if (&x == &y) throw Error("layer_norm: the output must not be the input");
   Context& context = recorder.context();

@@ -10,7 +10,7 @@ namespace qmlx::vulkan {
 
 // y[r] = (x[r] - mean) / sqrt(var + eps) * w + b for `rows` rows of n floats (w, b: n floats).
 // y must not be x.
-void record_layer_norm(CommandRecorder& recorder, const Buffer& x, const Buffer& w,
-                       const Buffer& b, const Buffer& y, int rows, int n, float eps);
+void record_layer_norm(CommandRecorder& recorder, const Buffer& x, const Buffer& w, const Buffer& b,
+                       const Buffer& y, int rows, int n, float eps);
 
 }  // namespace qmlx::vulkan

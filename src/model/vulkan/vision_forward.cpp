@@ -55,12 +55,11 @@ void for_each_matrix(const VisionWeights& t, F&& f) {
 
 // Floats of every bias and LayerNorm parameter.
 size_t vector_floats(const VisionWeights& t) {
-  size_t n = t.patch_embed.bias.size() + t.merger_norm.weight.size() +
-             t.merger_norm.bias.size() + t.merger_fc1.bias.size() + t.merger_fc2.bias.size();
+  size_t n = t.patch_embed.bias.size() + t.merger_norm.weight.size() + t.merger_norm.bias.size() +
+             t.merger_fc1.bias.size() + t.merger_fc2.bias.size();
   for (const VisionBlockWeights& b : t.blocks)
-    n += b.norm1.weight.size() + b.norm1.bias.size() + b.norm2.weight.size() +
-         b.norm2.bias.size() + b.qkv.bias.size() + b.proj.bias.size() + b.fc1.bias.size() +
-         b.fc2.bias.size();
+    n += b.norm1.weight.size() + b.norm1.bias.size() + b.norm2.weight.size() + b.norm2.bias.size() +
+         b.qkv.bias.size() + b.proj.bias.size() + b.fc1.bias.size() + b.fc2.bias.size();
   return n;
 }
 
