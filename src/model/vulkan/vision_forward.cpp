@@ -28,7 +28,7 @@
 namespace qmlx::vulkan {
 namespace {
 
-// A buffer of at least `bytes`, reallocated (contents lost) when smaller.
+// A buffer of at least `bytes`, allocated when it has none yet or a smaller one.
 void ensure(Context& context, Buffer& buffer, size_t bytes) {
   bytes = std::max<size_t>(bytes, 16);
   if (!buffer || buffer.size() < bytes) buffer = context.create_buffer(bytes);
@@ -173,16 +173,6 @@ std::optional<std::vector<float>> VisionTower::encode(std::span<const float> pix
   }
 
   Scratch& s = s_;
-  ensure(ctx, s.pixels, pixel_values.size() * 4);
-  ensure(ctx, s.positions, size_t(N) * row);
-  ensure(ctx, s.angles, angles.size() * 4);
-  ensure(ctx, s.rope_rows, rope_rows.size() * 4);
-  for (Buffer* b : {&s.x, &s.normed, &s.q, &s.k, &s.v, &s.attention, &s.delta})
-    ensure(ctx, *b, size_t(N) * row);
-  ensure(ctx, s.mlp, size_t(N) * I * 4);
-  ensure(ctx, s.merged, size_t(tokens) * merged_width * 4);
-  ensure(ctx, s.out, size_t(tokens) * out_width * 4);
-
   std::vector<float> out(size_t(tokens) * out_width);
   const auto linear = [&](CommandRecorder& rec, const DeviceLinear& l, const Buffer& x, int T,
                           const Buffer& y) {
@@ -202,6 +192,16 @@ std::optional<std::vector<float>> VisionTower::encode(std::span<const float> pix
   };
 
   submit([&](CommandRecorder& rec) {
+    // Allocated here, under the context's mutex like everything else that touches it.
+    ensure(ctx, s.pixels, pixel_values.size() * 4);
+    ensure(ctx, s.positions, size_t(N) * row);
+    ensure(ctx, s.angles, angles.size() * 4);
+    ensure(ctx, s.rope_rows, rope_rows.size() * 4);
+    for (Buffer* b : {&s.x, &s.normed, &s.q, &s.k, &s.v, &s.attention, &s.delta})
+      ensure(ctx, *b, size_t(N) * row);
+    ensure(ctx, s.mlp, size_t(N) * I * 4);
+    ensure(ctx, s.merged, size_t(tokens) * merged_width * 4);
+    ensure(ctx, s.out, size_t(tokens) * out_width * 4);
     rec.upload(s.pixels, 0, pixel_values.data(), pixel_values.size() * 4);
     rec.upload(s.positions, 0, positions.data(), positions.size() * 4);
     rec.upload(s.angles, 0, angles.data(), angles.size() * 4);
@@ -240,6 +240,12 @@ std::optional<std::vector<float>> VisionTower::encode(std::span<const float> pix
     linear(rec, merger_fc2_, s.merged, tokens, s.out);
     rec.download(s.out, 0, out.data(), out.size() * 4);
   });
+  // The scratch is an image's working set (1080p on the real tower: about 0.4 GiB), not
+  // counted in the device memory the batch budget plans with: given back after each image.
+  {
+    std::lock_guard lock(context_mutex);
+    s = Scratch{};
+  }
   return out;
 }
 

@@ -6,7 +6,8 @@
 //
 // Thread safety: encode() serialises images on the tower's own mutex (its scratch buffers) and
 // takes `context_mutex`, the mutex its owner (vulkan_forward.cpp) holds around every recording
-// and submission on the context, around each of its own submissions.
+// and submission on the context, around each of its own submissions and around allocating and
+// freeing its scratch (which lives for one image only).
 #pragma once
 
 #include <cstdint>
