@@ -323,6 +323,8 @@ int compare_with_device(const std::string& device, const VisionWeights& tower,
       const auto start = Clock::now();
       cpu_out = encode_image(tower, pixels, grid);
       cpu_times.push_back(seconds_since(start));
+      std::fprintf(stderr, "%dx%d: CPU run %d: %.3f s\n", size.width, size.height, i + 1,
+                   cpu_times.back());
     }
     double first = 0;
     for (int i = 0; i <= runs; ++i) {  // the first builds the pipelines: reported apart
@@ -330,6 +332,8 @@ int compare_with_device(const std::string& device, const VisionWeights& tower,
       const auto start = Clock::now();
       std::optional<std::vector<float>> out = on_device.encode(pixels, grid, context_mutex, &why);
       const double s = seconds_since(start);
+      std::fprintf(stderr, "%dx%d: device run %d%s: %.3f s\n", size.width, size.height, i + 1,
+                   i == 0 ? " (pipelines built)" : "", s);
       if (!out) {
         std::fprintf(stderr, "%dx%d: not on the device: %s\n", size.width, size.height,
                      why.c_str());
