@@ -1,9 +1,11 @@
 // LayerNorm with weight and bias on the device against kernels/norms.h's layer_norm.
 //
-// Tolerance: none on lavapipe (correctly rounded fma, division and square root): the shader
-// follows the CPU's order step for step (layer_norm.glsl). Elsewhere division and square root
-// may be off by the few ulp Vulkan allows, so a row may differ by a few ulp (bounded at 8 here,
-// plus an absolute 1e-6 for outputs that cancel to near zero against the bias).
+// Tolerance: none on lavapipe (correctly rounded fma, division and square root) against the
+// optimised build's CPU kernel: the shader follows the order GCC compiles the CPU loop in at
+// -O2 (layer_norm.glsl). The sanitizer build's -O1 neither vectorizes nor splits that loop the
+// same way, and other devices may round division and square root within the few ulp Vulkan
+// allows; there every output is within 1e-6 absolute (outputs that cancel to near zero against
+// the bias) plus 8e-7 relative of the CPU's.
 #include "backend/vulkan/layer_norm.h"
 
 #include <cmath>
@@ -16,7 +18,7 @@ namespace {
 
 using LayerNormTest = VulkanTest;
 
-UlpStats run(Context& ctx, int rows, int n, uint64_t seed, float offset, bool exact) {
+UlpStats run(Context& ctx, int rows, int n, uint64_t seed, float offset) {
   std::vector<float> x = random_floats(size_t(rows) * n, seed, -2.f, 2.f);
   for (float& v : x) v += offset;  // a mean far from zero: the two-pass variance matters
   const std::vector<float> w = random_floats(n, seed + 1, 0.5f, 1.5f);
@@ -35,10 +37,8 @@ UlpStats run(Context& ctx, int rows, int n, uint64_t seed, float offset, bool ex
   recorder.submit_and_wait();
   std::vector<float> gpu(x.size());
   ctx.download(yb, 0, gpu.data(), gpu.size() * 4);
-  if (!exact) {
-    for (size_t i = 0; i < gpu.size(); ++i)
-      EXPECT_NEAR(gpu[i], cpu[i], 1e-6f + 8e-7f * std::abs(cpu[i]));
-  }
+  for (size_t i = 0; i < gpu.size(); ++i)
+    EXPECT_NEAR(gpu[i], cpu[i], 1e-6f + 8e-7f * std::abs(cpu[i]));
   return compare_ulp(gpu, cpu);
 }
 
@@ -46,11 +46,14 @@ TEST_F(LayerNormTest, MatchesCpu) {
   for (const int n : {1, 7, 8, 16, 72, 1000, 1152, 4608})
     for (const float offset : {0.f, 30.f}) {
       SCOPED_TRACE("n=" + std::to_string(n) + " offset=" + std::to_string(offset));
-      const UlpStats r =
-          run(context(), 5, n, uint64_t(n) * 3 + uint64_t(offset), offset, exact_device());
+      const UlpStats r = run(context(), 5, n, uint64_t(n) * 3 + uint64_t(offset), offset);
+#ifndef __SANITIZE_ADDRESS__
       if (exact_device()) {
         EXPECT_EQ(r.differing, 0u) << "max " << r.max_ulp << " ulp";
       }
+#else
+      (void)r;
+#endif
     }
 }
 

@@ -1,7 +1,8 @@
 // LayerNorm with weight and bias on the device (shaders/layer_norm.comp): the Vulkan
 // counterpart of kernels/norms.h's layer_norm (the vision tower's norms), bit-identical to it
-// on devices with correctly rounded fma, division and square root (lavapipe): the shader
-// follows the CPU's order (layer_norm.glsl says how).
+// on devices with correctly rounded fma, division and square root (lavapipe) against the -O2
+// build's CPU kernel: the shader follows the order GCC compiles it in (layer_norm.glsl says
+// how); elsewhere within rounding (layer_norm_test.cpp).
 #pragma once
 
 #include "backend/vulkan/command_recorder.h"
