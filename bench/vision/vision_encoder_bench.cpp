@@ -12,6 +12,7 @@
 // encoder's cost does not depend on them).
 //
 //   qmlx_vision_bench [--sizes WxH,...] [--repeat N] [--threads T] [--smoke] [--parts-only]
+//                     [--device vulkan[:N]]
 //     --sizes   default 512x512,1024x1024,1920x1080
 //     --repeat  encoder runs per image, median reported (default 3); scaled down by the
 //               patch count, max(1, N * 1024 / patches), so a 1080p image runs once
@@ -19,6 +20,10 @@
 //     --smoke   a 2-block width-64 tower and one 256x256 image (CI: the binary works)
 //     --parts-only  the pieces and the matmul rate alone, no whole encoder (its columns nan):
 //               a quick look at where the time goes
+//     --device  the device encoder (model/vulkan/vision_forward.h) against the CPU's instead:
+//               per image the CPU encoder's median, the device's first run (pipelines built)
+//               and median of the runs after it, and the largest |device - CPU| difference;
+//               the tower's upload is timed once
 // Prints a markdown table and one JSON line per image (after the table, prefixed "json: ").
 #include <time.h>
 
@@ -29,6 +34,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +46,10 @@
 #include "kernels/bidirectional_attention.h"
 #include "kernels/scalar_type.h"
 #include "model/vision_encoder.h"
+#ifdef QMLX_BENCH_VULKAN
+#include "backend/vulkan/context.h"
+#include "model/vulkan/vision_forward.h"
+#endif
 
 namespace {
 
@@ -277,12 +288,100 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// --device: the device encoder against the CPU's, per image.
+int compare_with_device(const std::string& device, const VisionWeights& tower,
+                        const std::vector<Size>& sizes, int repeat, int factor, int64_t min_pixels,
+                        int64_t max_pixels) {
+#ifdef QMLX_BENCH_VULKAN
+  const VisionConfig& config = tower.config;
+  vulkan::ContextOptions options;
+  options.device = device;
+  options.fence_timeout = std::chrono::milliseconds(600000);  // lavapipe: big images are slow
+  std::unique_ptr<vulkan::Context> context = vulkan::Context::create(options);
+  const auto upload_start = Clock::now();
+  vulkan::VisionTower on_device(*context, tower);
+  const double upload_s = seconds_since(upload_start);
+  std::fprintf(stderr, "device %s: tower of %.1f MiB uploaded in %.2f s\n",
+               context->device_info().name.c_str(), double(on_device.bytes()) / (1 << 20),
+               upload_s);
+  std::printf(
+      "| image | grid (patches) | runs | CPU encode s (median) | device first s | "
+      "device encode s (median) | CPU / device | max abs diff | max abs CPU |\n"
+      "|---|---|---|---|---|---|---|---|---|\n");
+  std::vector<std::string> json;
+  std::mutex context_mutex;
+  for (const Size& size : sizes) {
+    const image::ResizedSize r =
+        image::smart_resize(size.height, size.width, factor, min_pixels, max_pixels);
+    const PatchGrid grid{1, r.height / config.patch_size, r.width / config.patch_size};
+    const int N = grid.patches();
+    const std::vector<float> pixels = random_floats(3, size_t(N) * config.patch_dim(), 1.f);
+    const int runs = std::max(1, repeat * 1024 / N);
+    std::vector<double> cpu_times, device_times;
+    std::vector<float> cpu_out, device_out;
+    for (int i = 0; i < runs; ++i) {
+      const auto start = Clock::now();
+      cpu_out = encode_image(tower, pixels, grid);
+      cpu_times.push_back(seconds_since(start));
+      std::fprintf(stderr, "%dx%d: CPU run %d: %.3f s\n", size.width, size.height, i + 1,
+                   cpu_times.back());
+    }
+    double first = 0;
+    for (int i = 0; i <= runs; ++i) {  // the first builds the pipelines: reported apart
+      std::string why;
+      const auto start = Clock::now();
+      std::optional<std::vector<float>> out = on_device.encode(pixels, grid, context_mutex, &why);
+      const double s = seconds_since(start);
+      std::fprintf(stderr, "%dx%d: device run %d%s: %.3f s\n", size.width, size.height, i + 1,
+                   i == 0 ? " (pipelines built)" : "", s);
+      if (!out) {
+        std::fprintf(stderr, "%dx%d: not on the device: %s\n", size.width, size.height,
+                     why.c_str());
+        return 1;
+      }
+      if (i == 0) {
+        first = s;
+      } else {
+        device_times.push_back(s);
+      }
+      device_out = std::move(*out);
+    }
+    float diff = 0, largest = 0;
+    for (size_t i = 0; i < cpu_out.size(); ++i) {
+      diff = std::max(diff, std::abs(device_out[i] - cpu_out[i]));
+      largest = std::max(largest, std::abs(cpu_out[i]));
+    }
+    const double cpu_s = median(cpu_times), device_s = median(device_times);
+    std::printf(
+        "| %dx%d (to %dx%d) | %dx%d (%d) | %d | %.3g | %.3g | %.3g | %.2f | %.3g | %.3g |\n",
+        size.width, size.height, r.width, r.height, grid.h, grid.w, N, runs, cpu_s, first, device_s,
+        cpu_s / device_s, double(diff), double(largest));
+    std::fflush(stdout);
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "{\"width\": %d, \"height\": %d, \"patches\": %d, \"runs\": %d, "
+                  "\"cpu_encode_s\": %.4f, \"device_first_s\": %.4f, \"device_encode_s\": "
+                  "%.4f, \"max_abs_diff\": %.3g, \"upload_s\": %.3f, \"device\": \"%s\"}",
+                  size.width, size.height, N, runs, cpu_s, first, device_s, double(diff), upload_s,
+                  context->device_info().name.c_str());
+    json.emplace_back(line);
+  }
+  for (const std::string& line : json) std::printf("json: %s\n", line.c_str());
+  return 0;
+#else
+  (void)tower, (void)sizes, (void)repeat, (void)factor, (void)min_pixels, (void)max_pixels;
+  std::fprintf(stderr, "--device %s: this build has no Vulkan backend\n", device.c_str());
+  return 2;
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string sizes_text = "512x512,1024x1024,1920x1080";
   int repeat = 3, threads = 0;
   bool smoke = false, parts_only = false;
+  std::string device;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -296,10 +395,13 @@ int main(int argc, char** argv) {
       smoke = true;
     } else if (arg == "--parts-only") {
       parts_only = true;
+    } else if (arg == "--device" && has_value) {
+      device = argv[++i];
     } else {
       std::fprintf(
           stderr,
-          "usage: %s [--sizes WxH,...] [--repeat N] [--threads T] [--smoke] [--parts-only]\n",
+          "usage: %s [--sizes WxH,...] [--repeat N] [--threads T] [--smoke] [--parts-only] "
+          "[--device vulkan[:N]]\n",
           argv[0]);
       return 2;
     }
@@ -326,6 +428,9 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "tower: depth %d, width %d, %d heads, MLP %d, out %d; built in %.1f s\n",
                config.depth, config.hidden_size, config.num_heads, config.intermediate_size,
                config.out_hidden_size, seconds_since(build_start));
+  if (!device.empty())
+    return compare_with_device(device, tower.weights(), parse_sizes(sizes_text), repeat, factor,
+                               min_pixels, max_pixels);
 
   std::printf(
       "| image | grid (patches) | tokens | runs | encode s (median) | CPU s | GFLOP | GFLOP/s | "

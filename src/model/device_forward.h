@@ -13,8 +13,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "backend/vulkan/transfer_counts.h"
 #include "kernels/kv_row.h"
@@ -27,6 +29,8 @@ struct BatchSegment;
 struct ModelConfig;
 struct ModelState;
 struct ModelWeights;
+struct PatchGrid;
+struct VisionWeights;
 
 // The routed experts a device forward pass leaves in host memory and runs on the CPU
 // (--cpu-moe, --n-cpu-moe): of how many of the model's MoE layers, and the device memory that
@@ -109,6 +113,20 @@ class DeviceForward {
   // model has one (empty otherwise), a new sequence of the head's one attention layer, and
   // Model::mtp_forward's work for arguments already checked. Advances no position; sets the
   // state's rope_delta as forward does.
+  // The vision tower on the device (model/vulkan/vision_forward.h). attach_vision uploads
+  // `tower` (which must outlive it or the next detach_vision), replacing any earlier one; when
+  // the device cannot run it or it does not fit beside the weights it returns false, *why
+  // saying so, and the tower stays on the CPU. weight_bytes() counts an attached tower.
+  virtual bool attach_vision(const VisionWeights& tower, std::string* why) = 0;
+  virtual void detach_vision() = 0;
+  virtual bool has_vision() const = 0;
+  // encode_image (model/vision_encoder.h) on the device, for input check_image_input accepted.
+  // std::nullopt, *why saying so, when this image is larger than the device's bindings allow:
+  // its caller encodes it on the CPU. Safe to call from any thread beside the other calls.
+  virtual std::optional<std::vector<float>> encode_image(std::span<const float> pixel_values,
+                                                         const PatchGrid& grid,
+                                                         std::string* why) const = 0;
+
   virtual bool has_mtp() const = 0;
   virtual std::string mtp_unavailable_reason() const = 0;
   virtual std::shared_ptr<DeviceSequence> new_mtp_sequence(KvType kv_type) const = 0;

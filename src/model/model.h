@@ -158,7 +158,9 @@ class Model {
                    float* last_hidden = nullptr, std::span<const SequenceImage> images = {}) const;
 
   // The vision tower (Qwen3.5 checkpoints that carry a whole one; vision_encoder.h). It runs
-  // on the CPU whatever the device of the language model.
+  // on the model's device when the model has one and the tower fits there beside the weights
+  // (model/vulkan/vision_forward.h; otherwise, and for an image larger than the device's
+  // bindings allow, on the CPU, with a log line saying why).
   bool has_vision() const { return weights_.vision.has_value(); }
   // Why has_vision() is false, for messages ("the model has no vision tower", or "the model's
   // vision tower is incomplete (missing ...) and was not loaded"). Empty when it has one.
@@ -183,6 +185,9 @@ class Model {
   void check_batch(std::span<const BatchSegment> segments) const;
   // Loads the vision tower of ModelLoadOptions::mmproj in place of the checkpoint's.
   void attach_mmproj(const std::string& path);
+  // The vision tower, when the model has one, onto the model's device, if it has one: a tower
+  // the device cannot take stays on the CPU with one warning (the load never fails for it).
+  void upload_vision_tower();
 
   std::string directory_;
   ModelConfig config_;

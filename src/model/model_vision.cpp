@@ -18,6 +18,7 @@ void Model::attach_mmproj(const std::string& path) {
   auto file = std::make_shared<GgufFile>(path);
   if (weights_.vision)
     log_info("model: the vision tower of --mmproj " + path + " replaces the checkpoint's");
+  if (device_) device_->detach_vision();  // it reads the tower being replaced
   weights_.vision.reset();
   weights_.vision =
       load_mmproj_vision(*file, config_.hidden_size, weights_, weights_.vision_dropped);
@@ -25,9 +26,30 @@ void Model::attach_mmproj(const std::string& path) {
   mmproj_ = std::move(file);
 }
 
+void Model::upload_vision_tower() {
+  if (!device_ || !weights_.vision) return;
+  std::string why;
+  try {
+    if (device_->attach_vision(*weights_.vision, &why)) return;
+  } catch (const Error& e) {  // e.g. the device's memory ran out after all
+    device_->detach_vision();
+    why = e.what();
+  }
+  log_warn("model: the vision tower stays on the CPU (" + why + ")");
+}
+
 std::vector<float> Model::encode_image(std::span<const float> pixel_values,
                                        const PatchGrid& grid) const {
   if (!has_vision()) throw Error(directory_ + ": " + vision_unavailable_reason());
+  if (device_ && device_->has_vision()) {
+    check_image_input(weights_.vision->config, pixel_values, grid);
+    std::string why;
+    if (std::optional<std::vector<float>> rows = device_->encode_image(pixel_values, grid, &why))
+      return std::move(*rows);
+    log_info("vision encoder: an image of " + std::to_string(grid.t) + "x" +
+             std::to_string(grid.h) + "x" + std::to_string(grid.w) +
+             " patches is encoded on the CPU: " + why);
+  }
   return qmlx::encode_image(*weights_.vision, pixel_values, grid);
 }
 

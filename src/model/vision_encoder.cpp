@@ -8,6 +8,7 @@
 // taps (Qwen3-VL feeds some blocks' outputs into the language model; Qwen3.5 removed them).
 #include "model/vision_encoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -62,30 +63,8 @@ void add_in_place(Rows& x, const Rows& y) {
   for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
 }
 
-// The learned position grid resized to the image's grid, added to each patch at its place.
 void add_position_embeddings(const VisionWeights& tower, const PatchGrid& grid, Rows& x) {
-  const VisionConfig& c = tower.config;
-  const size_t H = size_t(c.hidden_size);
-  Rows raster(size_t(grid.h) * grid.w * H);
-  interpolate_grid(tower.pos_embed, c.grid_side(), grid.h, grid.w, raster.data());
-  const int frame = grid.h * grid.w;
-  for_each_row(grid.patches(), [&](int i) {
-    const PatchPosition p = patch_position(i % frame, grid.w, c.spatial_merge_size);
-    const float* e = &raster[(size_t(p.row) * grid.w + p.col) * H];
-    float* row = &x[size_t(i) * H];
-    for (size_t d = 0; d < H; ++d) row[d] += e[d];
-  });
-}
-
-// Each patch's 2D rotary angles, from its (row, col) in its frame.
-std::vector<RopeAngles> patch_rotations(const VisionConfig& c, const PatchGrid& grid) {
-  std::vector<RopeAngles> angles(size_t(grid.patches()));
-  const int frame = grid.h * grid.w;
-  for_each_row(grid.patches(), [&](int i) {
-    const PatchPosition p = patch_position(i % frame, grid.w, c.spatial_merge_size);
-    angles[size_t(i)] = vision_rope_angles(p.row, p.col, c.head_dim(), c.rope_theta);
-  });
-  return angles;
+  add_in_place(x, patch_position_embeddings(tower, grid));
 }
 
 // Multi-head attention of every patch over the patches of its own frame.
@@ -138,8 +117,35 @@ Rows merge_patches(const VisionWeights& tower, int N, const Rows& x) {
   return linear(u, tokens, tower.merger_fc2);
 }
 
-void check_input(const VisionConfig& c, std::span<const float> pixel_values,
-                 const PatchGrid& grid) {
+}  // namespace
+
+std::vector<float> patch_position_embeddings(const VisionWeights& tower, const PatchGrid& grid) {
+  const VisionConfig& c = tower.config;
+  const size_t H = size_t(c.hidden_size);
+  Rows raster(size_t(grid.h) * grid.w * H);
+  interpolate_grid(tower.pos_embed, c.grid_side(), grid.h, grid.w, raster.data());
+  Rows rows(size_t(grid.patches()) * H);
+  const int frame = grid.h * grid.w;
+  for_each_row(grid.patches(), [&](int i) {
+    const PatchPosition p = patch_position(i % frame, grid.w, c.spatial_merge_size);
+    const float* e = &raster[(size_t(p.row) * grid.w + p.col) * H];
+    std::copy(e, e + H, &rows[size_t(i) * H]);
+  });
+  return rows;
+}
+
+std::vector<RopeAngles> patch_rotations(const VisionConfig& c, const PatchGrid& grid) {
+  std::vector<RopeAngles> angles(size_t(grid.patches()));
+  const int frame = grid.h * grid.w;
+  for_each_row(grid.patches(), [&](int i) {
+    const PatchPosition p = patch_position(i % frame, grid.w, c.spatial_merge_size);
+    angles[size_t(i)] = vision_rope_angles(p.row, p.col, c.head_dim(), c.rope_theta);
+  });
+  return angles;
+}
+
+void check_image_input(const VisionConfig& c, std::span<const float> pixel_values,
+                       const PatchGrid& grid) {
   const int m = c.spatial_merge_size;
   if (grid.t <= 0 || grid.h <= 0 || grid.w <= 0 || grid.h % m != 0 || grid.w % m != 0)
     throw Error("vision encoder: patch grid " + std::to_string(grid.t) + "x" +
@@ -152,12 +158,10 @@ void check_input(const VisionConfig& c, std::span<const float> pixel_values,
                 std::to_string(c.patch_dim()) + " (expected " + std::to_string(expected) + ")");
 }
 
-}  // namespace
-
 std::vector<float> encode_image(const VisionWeights& tower, std::span<const float> pixel_values,
                                 const PatchGrid& grid) {
   const VisionConfig& c = tower.config;
-  check_input(c, pixel_values, grid);
+  check_image_input(c, pixel_values, grid);
   const int N = grid.patches();
   Rows x(size_t(N) * c.hidden_size);
   matmul_biased(pixel_values.data(), N, tower.patch_embed.weight, tower.patch_embed.bias.data(),

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/rope.h"
 #include "model/vision_weights.h"
 
 namespace qmlx {
@@ -22,5 +23,16 @@ struct PatchGrid {
 // fit the tower (sides not multiples of the merge size) or the rows do not fit the grid.
 std::vector<float> encode_image(const VisionWeights& tower, std::span<const float> pixel_values,
                                 const PatchGrid& grid);
+
+// Pieces of the encoder that the device encoder (model/vulkan/vision_forward.cpp) shares, so
+// both compute the same inputs the same way:
+//  - encode_image's input check (the qmlx::Error it throws);
+//  - the learned position grid resized to the image's grid (kernels/grid_interpolation.h), one
+//    row per patch in the patches' order: [grid.patches()][hidden_size];
+//  - each patch's 2D rotary angles, from its (row, col) in its frame (kernels/vision_rope.h).
+void check_image_input(const VisionConfig& c, std::span<const float> pixel_values,
+                       const PatchGrid& grid);
+std::vector<float> patch_position_embeddings(const VisionWeights& tower, const PatchGrid& grid);
+std::vector<RopeAngles> patch_rotations(const VisionConfig& c, const PatchGrid& grid);
 
 }  // namespace qmlx

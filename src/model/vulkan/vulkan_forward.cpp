@@ -49,10 +49,12 @@
 #include "backend/vulkan/rms_norm_gated.h"
 #include "backend/vulkan/rope.h"
 #include "base/error.h"
+#include "base/human_bytes.h"
 #include "model/layers.h"
 #include "model/model.h"
 #include "model/vulkan/device_weights.h"
 #include "model/vulkan/row_inputs.h"
+#include "model/vulkan/vision_forward.h"
 #include "model/vulkan/vulkan_sequence.h"
 
 namespace qmlx {
@@ -119,8 +121,11 @@ class VulkanForward final : public DeviceForward {
     for (const DeviceLayer& l : w_.layers) (l.full_attention ? attention_layers_ : delta_layers_)++;
   }
 
-  std::string description() const override { return description_; }
-  size_t weight_bytes() const override { return w_.bytes; }
+  // The vision tower's arithmetic is part of it: its embeddings feed the image rows' K/V.
+  std::string description() const override {
+    return vision_ ? description_ + ", vision tower on the device" : description_;
+  }
+  size_t weight_bytes() const override { return w_.bytes + (vision_ ? vision_->bytes() : 0); }
   uint64_t memory_bytes() const override { return usable_device_memory(context_->device_info()); }
   HostExperts host_experts() const override { return w_.host_experts; }
 
@@ -229,6 +234,33 @@ class VulkanForward final : public DeviceForward {
     context_->download(kept.ssm, size_t(row) * ssm_bytes(), ssm, ssm_bytes());
   }
 
+  bool attach_vision(const VisionWeights& tower, std::string* why) override {
+    std::lock_guard lock(mutex_);
+    vision_.reset();
+    if (!VisionTower::supported(tower, why)) return false;
+    const uint64_t need = w_.bytes + VisionTower::device_bytes(tower);
+    const uint64_t have = usable_device_memory(context_->device_info());
+    if (need > have) {
+      if (why)
+        *why = "the weights and the vision tower take " + human_bytes(need) + " of the " +
+               human_bytes(have) + " of device memory on " + context_->device_info().name;
+      return false;
+    }
+    vision_ = std::make_unique<VisionTower>(*context_, tower);
+    return true;
+  }
+  void detach_vision() override {
+    std::lock_guard lock(mutex_);
+    vision_.reset();
+  }
+  bool has_vision() const override { return vision_ != nullptr; }
+  std::optional<std::vector<float>> encode_image(std::span<const float> pixel_values,
+                                                 const PatchGrid& grid,
+                                                 std::string* why) const override {
+    if (!vision_) throw Error("internal: the device has no vision tower");
+    return vision_->encode(pixel_values, grid, mutex_, why);
+  }
+
   bool has_mtp() const override { return w_.mtp.has_value(); }
   std::string mtp_unavailable_reason() const override { return w_.mtp_unavailable; }
 
@@ -329,6 +361,9 @@ class VulkanForward final : public DeviceForward {
   std::string description_;
   int attention_layers_ = 0, delta_layers_ = 0;
   mutable std::mutex mutex_;  // one call records and submits on the context at a time
+  // The vision tower, when attached: set and reset only while the model loads (before any
+  // other thread uses it); its images take mutex_ around each of their submissions.
+  std::unique_ptr<VisionTower> vision_;
   mutable Scratch s_;
   mutable RopeTable rope_;
   // The current call's RoPE index and own angles (null: the positions, the table alone), and

@@ -15,8 +15,9 @@ model with a vision tower (make-model --vision), temperature 0:
      server A, turn 2 on server B with an empty disk HITs from the shared tier past the image
      with the cold reply; image B in A's place there never restores past B's first pad.
 With DEVICE (e.g. vulkan) every server runs with --device DEVICE (images, M-RoPE, the
-encoder's rows and MTP drafting on the device; the encoder itself on the CPU), references
-included; exit 77 (skip) when no Vulkan device can run.
+vision encoder itself, its rows and MTP drafting on the device: the start log must say the
+vision tower is on the device; the encoder being deterministic, warm == cold still holds),
+references included; exit 77 (skip) when no Vulkan device can run.
 Usage: image_cache_e2e.py QMLX_BINARY WORK_DIR [DEVICE]
 """
 import base64
@@ -192,6 +193,12 @@ if log_field(line, "images") != "1" or log_field(line, "images_encoded") != "1":
     fail("a cold request with one image must encode it: " + line)
 cold2v, _ = cold.chat(chat_messages(IMAGE_A, 2, cold1, verbatim=True))
 cold.stop()
+if DEVICE:
+    with open(cold.log_path) as f:
+        if "vision tower on the device" not in f.read():
+            fail("--device %s: the start log does not say the vision tower is on the device (%s)"
+                 % (DEVICE, cold.log_path))
+    print("ok the vision tower runs on the device")
 if cold2 == cold2b:
     fail("image A and image B give the same logits: the image does not reach the model")
 print("ok cold references (image A and image B give different logits)")

@@ -1,0 +1,4 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define QMLX_EXACT_FMA
+#include "gelu.glsl"
