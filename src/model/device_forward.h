@@ -120,6 +120,9 @@ class DeviceForward {
   virtual bool attach_vision(const VisionWeights& tower, std::string* why) = 0;
   virtual void detach_vision() = 0;
   virtual bool has_vision() const = 0;
+  // True when the device is the CPU's own cores (lavapipe): work that has a CPU kernel is faster
+  // there than through the device's emulation.
+  virtual bool runs_on_cpu_cores() const = 0;
   // encode_image (model/vision_encoder.h) on the device, for input check_image_input accepted.
   // std::nullopt, *why saying so, when this image is larger than the device's bindings allow:
   // its caller encodes it on the CPU. Safe to call from any thread beside the other calls.

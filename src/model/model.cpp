@@ -172,7 +172,7 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
     read_in(tensors_in_file_order(*file));
     model->gguf_ = std::move(file);
     if (!options.mmproj.empty()) model->attach_mmproj(options.mmproj);
-    model->upload_vision_tower();
+    model->upload_vision_tower(options.vision_offload);
     return model;
   }
   model->config_ = ModelConfig::load(dir);
@@ -191,7 +191,7 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadProgr
   }
   read_in(tensors_in_file_order(*model->store_));
   if (!options.mmproj.empty()) model->attach_mmproj(options.mmproj);
-  model->upload_vision_tower();
+  model->upload_vision_tower(options.vision_offload);
   return model;
 }
 

@@ -39,6 +39,12 @@ struct ModelLoadOptions {
   // on the CPU (--cpu-moe sets kAllLayers, --n-cpu-moe N sets N). No effect on the CPU.
   static constexpr int kAllLayers = INT32_MAX;
   int cpu_moe_layers = 0;
+  // Where a model on a device runs its vision tower (--mmproj-offload, llama.cpp's name): kAuto
+  // on the device, unless the device is the CPU's own cores (lavapipe), where its kernels run
+  // the tower about a hundred times slower than the CPU encoder does (docs/vision.md); kOn on
+  // the device whatever it is; kOff on the CPU. No effect on the CPU.
+  enum class TowerOffload { kAuto, kOn, kOff };
+  TowerOffload vision_offload = TowerOffload::kAuto;
 };
 
 struct ForwardOptions {
@@ -185,9 +191,10 @@ class Model {
   void check_batch(std::span<const BatchSegment> segments) const;
   // Loads the vision tower of ModelLoadOptions::mmproj in place of the checkpoint's.
   void attach_mmproj(const std::string& path);
-  // The vision tower, when the model has one, onto the model's device, if it has one: a tower
-  // the device cannot take stays on the CPU with one warning (the load never fails for it).
-  void upload_vision_tower();
+  // The vision tower, when the model has one, onto the model's device, if it has one and
+  // `offload` puts it there: a tower the device cannot take stays on the CPU with one warning
+  // (the load never fails for it).
+  void upload_vision_tower(ModelLoadOptions::TowerOffload offload);
 
   std::string directory_;
   ModelConfig config_;

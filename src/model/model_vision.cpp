@@ -26,8 +26,18 @@ void Model::attach_mmproj(const std::string& path) {
   mmproj_ = std::move(file);
 }
 
-void Model::upload_vision_tower() {
+void Model::upload_vision_tower(ModelLoadOptions::TowerOffload offload) {
   if (!device_ || !weights_.vision) return;
+  if (offload == ModelLoadOptions::TowerOffload::kOff) {
+    log_info("model: the vision tower runs on the CPU (--mmproj-offload off)");
+    return;
+  }
+  if (offload == ModelLoadOptions::TowerOffload::kAuto && device_->runs_on_cpu_cores()) {
+    log_info(
+        "model: the vision tower runs on the CPU encoder: the device is the CPU's own "
+        "cores, where the encoder is far faster (--mmproj-offload on puts it on the device)");
+    return;
+  }
   std::string why;
   try {
     if (device_->attach_vision(*weights_.vision, &why)) return;

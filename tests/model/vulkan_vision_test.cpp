@@ -76,11 +76,15 @@ std::vector<float> pixels_for(const Model& model, const PatchGrid& grid, int see
 
 const PatchGrid kGrids[] = {{1, 2, 2}, {1, 4, 6}, {2, 2, 4}, {1, 8, 4}};
 
-std::shared_ptr<const Model> load(const std::string& path, bool on_device,
-                                  const std::string& mmproj = "") {
+// on_device: the tower on the device whatever it is (--mmproj-offload on; lavapipe, the CPU
+// itself, would keep it on the CPU encoder under auto).
+std::shared_ptr<const Model> load(
+    const std::string& path, bool on_device, const std::string& mmproj = "",
+    ModelLoadOptions::TowerOffload offload = ModelLoadOptions::TowerOffload::kOn) {
   ModelLoadOptions options;
   if (on_device) options.device = "vulkan";
   options.mmproj = mmproj;
+  options.vision_offload = offload;
   return Model::load(path, {}, options);
 }
 
@@ -185,6 +189,27 @@ TEST_F(VulkanVisionTest, ATowerThatDoesNotFitStaysOnTheCpu) {
   const PatchGrid grid{1, 4, 4};
   const std::vector<float> pixels = pixels_for(*cpu, grid, 3);
   EXPECT_EQ(small->encode_image(pixels, grid), cpu->encode_image(pixels, grid));
+}
+
+// --mmproj-offload: off keeps the tower on the CPU encoder; auto puts it on the device unless the
+// device is the CPU's own cores (lavapipe), saying so in one line.
+TEST_F(VulkanVisionTest, MmprojOffloadPlacesTheTower) {
+  const std::string path = dir_ + "/offload";
+  modelgen::write_random_model(tower_options(Layout::kHF, modelgen::TensorDType::kF32, 0), path);
+  const auto off = load(path, true, "", ModelLoadOptions::TowerOffload::kOff);
+  ASSERT_TRUE(off->has_vision());
+  EXPECT_FALSE(off->device()->has_vision());
+  std::shared_ptr<const Model> automatic;
+  const auto lines = testing::stderr_lines(
+      [&] { automatic = load(path, true, "", ModelLoadOptions::TowerOffload::kAuto); });
+  const bool cpu_cores = automatic->device()->runs_on_cpu_cores();
+  EXPECT_EQ(automatic->device()->has_vision(), !cpu_cores);
+  EXPECT_EQ(testing::lines_containing(lines, "the device is the CPU's own cores").size(),
+            cpu_cores ? 1u : 0u)
+      << ::testing::PrintToString(lines);
+  const PatchGrid grid{1, 4, 4};
+  const std::vector<float> pixels = pixels_for(*off, grid, 5);
+  EXPECT_EQ(off->encode_image(pixels, grid), load(path, false)->encode_image(pixels, grid));
 }
 
 // Images encoded on two threads while a third runs the language model's forward steps on the

@@ -196,6 +196,17 @@ TEST_F(OptionsTest, CpuMoeFlagsSetTheLayersWhoseExpertsStayOnTheCpu) {
   EXPECT_NE(help.find("No effect with --device cpu"), std::string::npos);
 }
 
+// --mmproj-offload auto|on|off: where a device model's vision tower runs (auto by default).
+TEST_F(OptionsTest, MmprojOffloadSaysWhereTheTowerRuns) {
+  using Offload = ModelLoadOptions::TowerOffload;
+  EXPECT_EQ(parse({}).options->vision_offload, Offload::kAuto);
+  EXPECT_EQ(parse({"--device", "vulkan", "--mmproj-offload", "on"}).options->vision_offload,
+            Offload::kOn);
+  EXPECT_EQ(parse({"--mmproj-offload", "OFF"}).options->vision_offload, Offload::kOff);
+  EXPECT_EQ(parse({"--mmproj-offload", "auto"}).options->vision_offload, Offload::kAuto);
+  EXPECT_FALSE(parse({"--mmproj-offload", "gpu"}).options);
+}
+
 TEST_F(OptionsTest, InvalidFlagValuesExitNonZero) {
   EXPECT_NE(parse({"--log-format", "xml"}).exit_code, 0);
   EXPECT_NE(parse({"--port", "abc"}).exit_code, 0);

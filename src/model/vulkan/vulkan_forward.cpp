@@ -254,6 +254,9 @@ class VulkanForward final : public DeviceForward {
     vision_.reset();
   }
   bool has_vision() const override { return vision_ != nullptr; }
+  bool runs_on_cpu_cores() const override {
+    return context_->device_info().type == vulkan::DeviceType::kCpu;
+  }
   std::optional<std::vector<float>> encode_image(std::span<const float> pixel_values,
                                                  const PatchGrid& grid,
                                                  std::string* why) const override {

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include <CLI/CLI.hpp>
@@ -297,6 +298,16 @@ ParsedCommandLine parse_serve_command_line(int argc, char** argv) {
                  "A llama.cpp mmproj GGUF file holding the vision tower (Qwen3-VL / Qwen3.5 "
                  "merger): images are read with it, in place of the checkpoint's own tower. One "
                  "that does not fit the model is dropped with a warning; text still serves");
+  const std::map<std::string, ModelLoadOptions::TowerOffload> offloads = {
+      {"auto", ModelLoadOptions::TowerOffload::kAuto},
+      {"on", ModelLoadOptions::TowerOffload::kOn},
+      {"off", ModelLoadOptions::TowerOffload::kOff}};
+  app.add_option("--mmproj-offload", options.vision_offload,
+                 "With --device: where the vision tower runs. auto (default): on the device, "
+                 "unless the device is the CPU's own cores (lavapipe), where the CPU encoder is "
+                 "far faster; on: on the device; off: on the CPU")
+      ->transform(CLI::CheckedTransformer(offloads, CLI::ignore_case))
+      ->default_str("auto");
   std::string kv_cache_dtype = dtype_name(options.kv_cache_dtype);
   app.add_option("--kv-cache-dtype", kv_cache_dtype,
                  "K/V cache storage: bf16, or int8 (codes + a float32 scale per row and head: "

@@ -13,6 +13,7 @@
 #include "base/logging.h"
 #include "engine/session_state.h"
 #include "image/image_limits.h"
+#include "model/model.h"
 #include "server/prompt/prompt_normalizer.h"
 
 namespace qmlx::server {
@@ -73,6 +74,8 @@ struct ServerOptions {
   // on the CPU (--cpu-moe, --n-cpu-moe; ModelLoadOptions::cpu_moe_layers).
   int cpu_moe_layers = 0;
   std::string mmproj;  // a llama.cpp mmproj GGUF with the vision tower
+  // --mmproj-offload: where a device model's vision tower runs (ModelLoadOptions::TowerOffload)
+  ModelLoadOptions::TowerOffload vision_offload = ModelLoadOptions::TowerOffload::kAuto;
   // MTP draft tokens per decode step (--speculative mtp[:k], --speculative-config); 0: off.
   int speculative_tokens = 0;
   SamplingDefaults sampling;

@@ -289,6 +289,7 @@ std::shared_ptr<ModelRuntime> load_model_runtime(const std::string& model_dir,
   load_options.device = options.device;
   load_options.cpu_moe_layers = options.cpu_moe_layers;
   load_options.mmproj = options.mmproj;
+  load_options.vision_offload = options.vision_offload;
   std::shared_ptr<const Model> model = Model::load(
       model_dir, [&progress](uint64_t done, uint64_t total) { progress.update(done, total); },
       load_options);

@@ -37,7 +37,9 @@ from e2e_support import fail, free_port, wait_healthy  # noqa: E402
 
 QMLX, WORK = sys.argv[1], sys.argv[2]
 DEVICE = sys.argv[3] if len(sys.argv) > 3 else None
-DEVICE_ARGS = ("--device", DEVICE) if DEVICE else ()
+# --mmproj-offload on: lavapipe is the CPU itself, where the tower would otherwise stay on the
+# CPU encoder (auto); the e2e puts it on the device to run that path.
+DEVICE_ARGS = ("--device", DEVICE, "--mmproj-offload", "on") if DEVICE else ()
 if DEVICE and "can run: yes" not in subprocess.run([QMLX, "devices"], capture_output=True,
                                                     text=True).stdout:
     print("SKIP: no Vulkan device can run")
