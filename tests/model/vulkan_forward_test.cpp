@@ -33,9 +33,13 @@
 #include "modelgen/model_writer.h"
 #include "speculative_harness.h"
 #include "tiny_model.h"
+#include "vulkan_model_checks.h"
 
 namespace qmlx {
 namespace {
+
+using testing::expect_no_validation_findings;
+using testing::vulkan_skip_reason;
 
 using modelgen::Arch;
 
@@ -85,29 +89,6 @@ const Variant kVariants[] = {
     {"qwen3_5_moe_gguf_q3_k_kv_f32_n_cpu_moe_1", Arch::kQwen35Moe, modelgen::Layout::kHF, 0,
      modelgen::TensorDType::kF32, KvType::kF32, "q3_k", 32, 0, 1},
 };
-
-std::string vulkan_skip_reason() {
-  if (!vulkan::vulkan_built()) return "built without the Vulkan backend";
-  const vulkan::VulkanProbe probe = vulkan::probe_vulkan();
-  if (probe.status != vulkan::VulkanProbe::Status::kOk) return "no Vulkan: " + probe.message;
-  for (const vulkan::DeviceInfo& d : probe.devices) {
-    if (!d.can_run) continue;
-    return "";
-  }
-  return "no Vulkan device can run the backend";
-}
-
-// ctest runs these with the validation layer on (QMLX_VULKAN_VALIDATION=1, synchronization
-// validation too): a Model's device must then have had it, and it must have found nothing.
-// For tests that ran on a device.
-void expect_no_validation_findings() {
-  const char* requested = std::getenv("QMLX_VULKAN_VALIDATION");
-  if (requested == nullptr || std::string(requested) != "1") return;
-  EXPECT_TRUE(vulkan::process_validation_active()) << "the validation layer never came on";
-  std::string found;
-  for (const std::string& m : vulkan::process_validation_messages()) found += "\n  " + m;
-  EXPECT_EQ(vulkan::process_validation_message_count(), 0u) << found;
-}
 
 // The model at `path` with its forward pass on the Vulkan device, the routed experts of layers
 // [0, cpu_moe_layers) in host memory.
