@@ -8,7 +8,8 @@
 //   y    = fma((x - mean) * inv, w, b)
 // so on a device with correctly rounded fma, division and square root (lavapipe) it is
 // bit-identical to the CPU kernel as the optimised build compiles it (-O2; the sanitizer
-// build's -O1 orders the loop otherwise, and agrees within rounding). `precise` keeps the compiler from fusing or reordering the rest.
+// build's -O1 orders the loop otherwise, and agrees within rounding). `precise` keeps the
+// compiler from fusing or reordering the rest.
 #include "fma.glsl"
 #include "avx_sum_order.glsl"
 
