@@ -113,6 +113,7 @@ for blocks in in-place rewritten; do
     [[ $blocks == rewritten ]] && export QMLX_VULKAN_MASK_FEATURES=gguf-blocks
     "$build/bench/engine/qmlx_engine_bench" "$gguf_moe" "${gguf_args[@]}" --device "$device" \
       2>/dev/null)
-  say "{\"case\": \"moe-gguf-q4_k_m\", \"on\": \"$device\", \"gguf_blocks\": \"$blocks\", \"result\": $line}"
+  say "{\"case\": \"moe-gguf-q4_k_m\", \"on\": \"$device\", \"gguf_blocks\": \"$blocks\"," \
+    "\"result\": $line}"
 done
 say "# done $(date -u +%FT%TZ)"

@@ -31,7 +31,9 @@ uint gguf_block_bytes() {
   }
 }
 // Values per group (gguf_affine.cpp's group size): 16 for Q2_K, Q3_K and Q6_K, else 32.
-uint gguf_group_values() { return GGUF_TYPE == 10u || GGUF_TYPE == 11u || GGUF_TYPE == 14u ? 16u : 32u; }
+uint gguf_group_values() {
+  return GGUF_TYPE == 10u || GGUF_TYPE == 11u || GGUF_TYPE == 14u ? 16u : 32u;
+}
 
 // Q4_0 .. Q5_1: value j's nibble (byte j % 16, low nibble for j < 16) and, for the five-bit
 // types, its fifth bit (bit j of the 32-bit word at qh).
