@@ -218,6 +218,11 @@ Buffer Context::create_buffer(size_t bytes) {
                   /*host_visible=*/false);
 }
 
+void Context::ensure_buffer(Buffer& buffer, size_t bytes) {
+  bytes = std::max<size_t>(bytes, 16);
+  if (!buffer || buffer.size() < bytes) buffer = create_buffer(bytes);
+}
+
 void Context::upload(const Buffer& dst, size_t offset, const void* src, size_t bytes) {
   check_usable();
   if (!dst.covers(offset, bytes)) throw Error("internal: Vulkan upload past the end of a buffer");

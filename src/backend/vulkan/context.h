@@ -78,6 +78,9 @@ class Context {
 
   // A storage buffer of at least `bytes` (rounded up to 4), contents undefined.
   Buffer create_buffer(size_t bytes);
+  // `buffer` made at least `bytes` long (and 16): reallocated, contents lost, when it is
+  // smaller or empty; kept as it is otherwise. For scratch buffers sized by each call.
+  void ensure_buffer(Buffer& buffer, size_t bytes);
   // Copies between host memory and a buffer; each call finishes before it returns.
   void upload(const Buffer& dst, size_t offset, const void* src, size_t bytes);
   void download(const Buffer& src, size_t offset, void* dst, size_t bytes);

@@ -84,11 +84,13 @@ size_t device_matrix_bytes(const WeightMatrix& w) {
   return size_t(w.rows) * (matrix_row_bytes(d) + 2 * matrix_meta_row_bytes(d));
 }
 
+size_t allocated_bytes(const DeviceMatrix& m) {
+  return m.data.size() + (m.scales ? m.scales.size() : 0) + (m.biases ? m.biases.size() : 0);
+}
+
 DeviceMatrix create_matrix(Context& context, const WeightMatrix& like, int rows) {
   DeviceMatrix d = device_shape(like, rows);
-  d.data = d.format == WeightFormat::kGguf
-               ? create_block_buffer(context, size_t(rows) * matrix_row_bytes(d))
-               : context.create_buffer(size_t(rows) * matrix_row_bytes(d));
+  d.data = context.create_buffer(size_t(rows) * matrix_row_bytes(d));
   if (d.format == WeightFormat::kAffine) {
     const size_t meta = size_t(rows) * matrix_meta_row_bytes(d);
     d.scales = context.create_buffer(meta);

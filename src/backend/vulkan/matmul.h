@@ -38,6 +38,9 @@ struct DeviceMatrix {
   Buffer biases;
 };
 
+// Bytes `m`'s buffers hold (data, scales and biases, as allocated).
+size_t allocated_bytes(const DeviceMatrix& m);
+
 // Bytes `w` takes in device memory (data, scales and biases; GGUF blocks as stored). Throws
 // qmlx::Error for unsupported formats.
 size_t device_matrix_bytes(const WeightMatrix& w);

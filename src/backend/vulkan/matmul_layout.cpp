@@ -15,10 +15,6 @@ BlockWindow block_window(const Context& context, const Buffer& buffer, size_t be
   return {w.binding, w.base * 4 + uint32_t(begin - first)};
 }
 
-Buffer create_block_buffer(Context& context, size_t bytes) {
-  return context.create_buffer((bytes + 3) & ~size_t(3));
-}
-
 size_t matrix_row_bytes(const DeviceMatrix& w) {
   if (w.format == WeightFormat::kAffine) return size_t(w.cols) * w.bits / 8;
   if (w.format == WeightFormat::kGguf) return gguf_bytes(w.gguf_type, size_t(w.cols));

@@ -18,15 +18,14 @@ size_t weight_element_bytes(const DeviceMatrix& w);
 
 // GGUF rows start at any even byte (a Q6_K row of an odd number of blocks is 2 bytes off a
 // word), and the shaders address their blocks in bytes: bytes [begin, end) of `buffer` bound
-// as whole words (the buffer's size is rounded up to a word: create_block_buffer), and the
-// bytes from the binding's start to `begin`. kBlockWindowSlack is what the widening may add.
+// as whole words (Context::create_buffer rounds a buffer's size up to a word), and the bytes
+// from the binding's start to `begin`. kBlockWindowSlack is what the widening may add.
 struct BlockWindow {
   Binding binding;
   uint32_t byte_base = 0;
 };
 constexpr size_t kBlockWindowSlack = 6;
 BlockWindow block_window(const Context& context, const Buffer& buffer, size_t begin, size_t end);
-Buffer create_block_buffer(Context& context, size_t bytes);
 
 // Bytes of weights (or codes) in one row.
 size_t matrix_row_bytes(const DeviceMatrix& w);

@@ -61,7 +61,7 @@ class Uploader {
   DeviceMatrix matrix(const WeightMatrix& w) {
     DeviceMatrix m = upload_matrix(context_, w);
     advance(device_matrix_bytes(w));
-    bytes_ += size_of(m);
+    bytes_ += allocated_bytes(m);
     return m;
   }
   // One projection of all experts, stacked (`pick` chooses it from each expert's MLP).
@@ -70,7 +70,7 @@ class Uploader {
     for (const MlpWeights& e : all) views.push_back(&(e.*pick));
     DeviceExperts d = upload_experts(context_, views);
     for (const WeightMatrix* w : views) advance(device_matrix_bytes(*w));
-    bytes_ += size_of(d.stacked);
+    bytes_ += allocated_bytes(d.stacked);
     return d;
   }
   Buffer ints(const std::vector<int>& v) {
@@ -94,9 +94,6 @@ class Uploader {
   }
 
  private:
-  static size_t size_of(const DeviceMatrix& m) {
-    return m.data.size() + (m.scales ? m.scales.size() : 0) + (m.biases ? m.biases.size() : 0);
-  }
   void advance(uint64_t n) {
     done_ = std::min(total_, done_ + n);
     if (progress_) progress_(done_, total_);

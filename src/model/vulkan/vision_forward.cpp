@@ -28,16 +28,6 @@
 namespace qmlx::vulkan {
 namespace {
 
-// A buffer of at least `bytes`, allocated when it has none yet or a smaller one.
-void ensure(Context& context, Buffer& buffer, size_t bytes) {
-  bytes = std::max<size_t>(bytes, 16);
-  if (!buffer || buffer.size() < bytes) buffer = context.create_buffer(bytes);
-}
-
-size_t size_of(const DeviceMatrix& m) {
-  return m.data.size() + (m.scales ? m.scales.size() : 0) + (m.biases ? m.biases.size() : 0);
-}
-
 // Calls f(matrix) for every matrix of the tower as uploaded (qkv as its three row ranges).
 template <typename F>
 void for_each_matrix(const VisionWeights& t, F&& f) {
@@ -75,7 +65,7 @@ class Upload {
   Buffer floats(const std::vector<float>& v) { return floats(v.data(), v.size()); }
   DeviceMatrix matrix(const WeightMatrix& w) {
     DeviceMatrix m = upload_matrix(context_, w);
-    bytes_ += size_of(m);
+    bytes_ += allocated_bytes(m);
     return m;
   }
   DeviceLinear linear(const BiasedLinear& l) { return {matrix(l.weight), floats(l.bias)}; }
@@ -193,15 +183,15 @@ std::optional<std::vector<float>> VisionTower::encode(std::span<const float> pix
 
   submit([&](CommandRecorder& rec) {
     // Allocated here, under the context's mutex like everything else that touches it.
-    ensure(ctx, s.pixels, pixel_values.size() * 4);
-    ensure(ctx, s.positions, size_t(N) * row);
-    ensure(ctx, s.angles, angles.size() * 4);
-    ensure(ctx, s.rope_rows, rope_rows.size() * 4);
+    ctx.ensure_buffer(s.pixels, pixel_values.size() * 4);
+    ctx.ensure_buffer(s.positions, size_t(N) * row);
+    ctx.ensure_buffer(s.angles, angles.size() * 4);
+    ctx.ensure_buffer(s.rope_rows, rope_rows.size() * 4);
     for (Buffer* b : {&s.x, &s.normed, &s.q, &s.k, &s.v, &s.attention, &s.delta})
-      ensure(ctx, *b, size_t(N) * row);
-    ensure(ctx, s.mlp, size_t(N) * I * 4);
-    ensure(ctx, s.merged, size_t(tokens) * merged_width * 4);
-    ensure(ctx, s.out, size_t(tokens) * out_width * 4);
+      ctx.ensure_buffer(*b, size_t(N) * row);
+    ctx.ensure_buffer(s.mlp, size_t(N) * I * 4);
+    ctx.ensure_buffer(s.merged, size_t(tokens) * merged_width * 4);
+    ctx.ensure_buffer(s.out, size_t(tokens) * out_width * 4);
     rec.upload(s.pixels, 0, pixel_values.data(), pixel_values.size() * 4);
     rec.upload(s.positions, 0, positions.data(), positions.size() * 4);
     rec.upload(s.angles, 0, angles.data(), angles.size() * 4);

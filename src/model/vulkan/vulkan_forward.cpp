@@ -79,12 +79,6 @@ bool keeps_history(const ModelState& state) {
   return !state.recurrent.empty() && state.recurrent.front().history != nullptr;
 }
 
-// A buffer of at least `bytes`, reallocated (contents lost) when smaller.
-void ensure(Context& context, Buffer& buffer, size_t bytes) {
-  bytes = std::max<size_t>(bytes, 16);
-  if (!buffer || buffer.size() < bytes) buffer = context.create_buffer(bytes);
-}
-
 // The commands of one call, submitted in pieces where the host must act between two of them
 // (a layer whose routed experts run on the CPU): a CommandRecorder submits once, so recording
 // goes on in a new one after each piece.
@@ -327,8 +321,8 @@ class VulkanForward final : public DeviceForward {
   void prepare_history(VulkanSequence& s, int rows) const {
     s.history.resize(s.recurrent.size());
     for (VulkanSequence::Recurrent& kept : s.history) {
-      ensure(*context_, kept.conv, size_t(rows) * conv_bytes());
-      ensure(*context_, kept.ssm, size_t(rows) * ssm_bytes());
+      context_->ensure_buffer(kept.conv, size_t(rows) * conv_bytes());
+      context_->ensure_buffer(kept.ssm, size_t(rows) * ssm_bytes());
     }
     s.history_rows = rows;
   }
@@ -380,38 +374,38 @@ void VulkanForward::prepare_scratch(int T, int head_rows, size_t scores_bytes,
                                     int max_count) const {
   Context& ctx = *context_;
   const size_t H = size_t(c_.hidden_size), rows = size_t(T);
-  ensure(ctx, s_.ids, rows * 4);
-  ensure(ctx, s_.positions, rows * 4);
-  ensure(ctx, s_.h, rows * H * 4);
-  ensure(ctx, s_.normed, rows * H * 4);
-  ensure(ctx, s_.delta, rows * H * 4);
+  ctx.ensure_buffer(s_.ids, rows * 4);
+  ctx.ensure_buffer(s_.positions, rows * 4);
+  ctx.ensure_buffer(s_.h, rows * H * 4);
+  ctx.ensure_buffer(s_.normed, rows * H * 4);
+  ctx.ensure_buffer(s_.delta, rows * H * 4);
   const size_t q_width = size_t(c_.num_heads) * c_.head_dim;
   const size_t kv_width = size_t(c_.num_kv_heads) * c_.head_dim;
   size_t seq_width = 0;
   if (attention_layers_ > 0) {
-    ensure(ctx, s_.q, rows * q_width * 4);
-    ensure(ctx, s_.gate, rows * q_width * 4);
-    ensure(ctx, s_.k, rows * kv_width * 4);
-    ensure(ctx, s_.v, rows * kv_width * 4);
-    ensure(ctx, s_.o, rows * q_width * 4);
-    ensure(ctx, s_.scores, scores_bytes);
+    ctx.ensure_buffer(s_.q, rows * q_width * 4);
+    ctx.ensure_buffer(s_.gate, rows * q_width * 4);
+    ctx.ensure_buffer(s_.k, rows * kv_width * 4);
+    ctx.ensure_buffer(s_.v, rows * kv_width * 4);
+    ctx.ensure_buffer(s_.o, rows * q_width * 4);
+    ctx.ensure_buffer(s_.scores, scores_bytes);
     seq_width = q_width;
   }
   if (delta_layers_ > 0) {
     const size_t CD = size_t(c_.conv_channels()), VD = size_t(c_.linear_value_size());
     const size_t Hv = size_t(c_.linear_value_heads);
-    ensure(ctx, s_.qkv, rows * CD * 4);
-    ensure(ctx, s_.conv, rows * CD * 4);
-    ensure(ctx, s_.z, rows * VD * 4);
-    ensure(ctx, s_.b, rows * Hv * 4);
-    ensure(ctx, s_.a, rows * Hv * 4);
-    ensure(ctx, s_.delta_out, rows * VD * 4);
+    ctx.ensure_buffer(s_.qkv, rows * CD * 4);
+    ctx.ensure_buffer(s_.conv, rows * CD * 4);
+    ctx.ensure_buffer(s_.z, rows * VD * 4);
+    ctx.ensure_buffer(s_.b, rows * Hv * 4);
+    ctx.ensure_buffer(s_.a, rows * Hv * 4);
+    ctx.ensure_buffer(s_.delta_out, rows * VD * 4);
     seq_width = std::max({seq_width, CD, VD});
   }
-  ensure(ctx, s_.seq_a, size_t(max_count) * seq_width * 4);
-  ensure(ctx, s_.seq_b, size_t(max_count) * seq_width * 4);
-  ensure(ctx, s_.seq_c, size_t(max_count) * seq_width * 4);
-  ensure(ctx, s_.seq_pos, size_t(max_count) * std::max(1, c_.linear_value_heads) * 4);
+  ctx.ensure_buffer(s_.seq_a, size_t(max_count) * seq_width * 4);
+  ctx.ensure_buffer(s_.seq_b, size_t(max_count) * seq_width * 4);
+  ctx.ensure_buffer(s_.seq_c, size_t(max_count) * seq_width * 4);
+  ctx.ensure_buffer(s_.seq_pos, size_t(max_count) * std::max(1, c_.linear_value_heads) * 4);
   size_t I = 0, E = 0, routed_I = 0;
   for (const DeviceLayer& l : w_.layers) {
     if (!l.moe) {
@@ -422,21 +416,21 @@ void VulkanForward::prepare_scratch(int T, int head_rows, size_t scores_bytes,
     routed_I = std::max(routed_I, size_t(l.moe_ffn.gate.rows));
     if (l.moe_ffn.has_shared_expert) I = std::max(I, size_t(l.moe_ffn.shared.gate.rows));
   }
-  ensure(ctx, s_.mlp_gate, rows * I * 4);
-  ensure(ctx, s_.mlp_up, rows * I * 4);
+  ctx.ensure_buffer(s_.mlp_gate, rows * I * 4);
+  ctx.ensure_buffer(s_.mlp_up, rows * I * 4);
   if (E > 0) {
     const size_t routes = rows * size_t(c_.experts_per_token);
-    ensure(ctx, s_.router, rows * E * 4);
-    ensure(ctx, s_.route_ids, routes * 4);
-    ensure(ctx, s_.route_weights, routes * 4);
-    ensure(ctx, s_.expert_gate, routes * routed_I * 4);
-    ensure(ctx, s_.expert_up, routes * routed_I * 4);
-    ensure(ctx, s_.routed, routes * H * 4);
-    ensure(ctx, s_.shared, rows * H * 4);
-    ensure(ctx, s_.shared_gate, rows * 4);
+    ctx.ensure_buffer(s_.router, rows * E * 4);
+    ctx.ensure_buffer(s_.route_ids, routes * 4);
+    ctx.ensure_buffer(s_.route_weights, routes * 4);
+    ctx.ensure_buffer(s_.expert_gate, routes * routed_I * 4);
+    ctx.ensure_buffer(s_.expert_up, routes * routed_I * 4);
+    ctx.ensure_buffer(s_.routed, routes * H * 4);
+    ctx.ensure_buffer(s_.shared, rows * H * 4);
+    ctx.ensure_buffer(s_.shared_gate, rows * 4);
   }
-  ensure(ctx, s_.head_in, size_t(head_rows) * H * 4);
-  ensure(ctx, s_.logits, size_t(head_rows) * c_.vocab_size * 4);
+  ctx.ensure_buffer(s_.head_in, size_t(head_rows) * H * 4);
+  ctx.ensure_buffer(s_.logits, size_t(head_rows) * c_.vocab_size * 4);
 }
 
 void VulkanForward::record_attention_layer(CommandRecorder& rec, const DeviceLayer& layer,
@@ -644,12 +638,12 @@ void VulkanForward::upload_row_inputs(CommandRecorder& rec, const RowInputs& in)
   rope_rows_ = &s_.positions;
   own_angles_ = nullptr;
   if (!in.plain_rope()) {
-    ensure(ctx, s_.rope_rows, n * 4);
+    ctx.ensure_buffer(s_.rope_rows, n * 4);
     rec.upload(s_.rope_rows, 0, in.rope_rows.data(), n * 4);
     rope_rows_ = &s_.rope_rows;
   }
   if (!in.own_angles.empty()) {
-    ensure(ctx, s_.own_angles, in.own_angles.size() * 4);
+    ctx.ensure_buffer(s_.own_angles, in.own_angles.size() * 4);
     rec.upload(s_.own_angles, 0, in.own_angles.data(), in.own_angles.size() * 4);
     own_angles_ = &s_.own_angles;
   }
@@ -657,7 +651,7 @@ void VulkanForward::upload_row_inputs(CommandRecorder& rec, const RowInputs& in)
   size_t image_bytes = 0;
   for (const RowInputs::ImageRows& run : in.images) image_bytes += size_t(run.count) * row;
   if (image_bytes == 0) return;
-  ensure(ctx, s_.image_rows, image_bytes);
+  ctx.ensure_buffer(s_.image_rows, image_bytes);
   size_t at = 0;
   for (const RowInputs::ImageRows& run : in.images) {
     rec.upload(s_.image_rows, at, run.values, size_t(run.count) * row);
@@ -786,8 +780,8 @@ void VulkanForward::mtp_forward(std::span<const float> hidden, std::span<const i
       rows == RowKind::kGenerated ? size_t(T) * c_.num_heads * size_t(seq.capacity) * 4 : 0;
   prepare_scratch(T, 1, scores_bytes, T);
   const size_t row = size_t(H) * 4;
-  ensure(ctx, s_.mtp_hidden, size_t(T) * row);
-  ensure(ctx, s_.mtp_fc, size_t(T) * row);
+  ctx.ensure_buffer(s_.mtp_hidden, size_t(T) * row);
+  ctx.ensure_buffer(s_.mtp_fc, size_t(T) * row);
   upload_row_inputs(rec, inputs);
   rec.upload(s_.mtp_hidden, 0, hidden.data(), size_t(T) * row);
 
